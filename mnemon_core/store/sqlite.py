@@ -1,0 +1,649 @@
+"""The embedded default store: one SQLite file per store, WAL, foreign keys, a busy timeout.
+
+Schema as reference §2.2 plus what the Python engine adds beside it: `stored_at` (prune grace), the vector's
+model and a change sequence (`vec_seq`, see `vectors.py`), each insight's distinct-token count, an
+`insight_entities` index (entity edges, the entity signal, the known-entity path) and an FTS5 table over the
+pre-tokenised text (keyword signal: which insights hold which query tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreError
+from ..models import Edge, Insight, OplogEntry
+from .base import NO_FILTERS, Filters, TokenHit
+from .vectors import VectorCache, decode, encode
+
+OPLOG_CAP = 5000
+BUSY_TIMEOUT_MS = 60_000
+
+_INSIGHT_COLS = (
+    "id, content, category, importance, tags, entities, source, access_count, created_at, updated_at, "
+    "deleted_at, last_accessed_at, effective_importance, stored_at"
+)
+
+
+def _m001_initial(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS insights (
+            id TEXT PRIMARY KEY,
+            content TEXT NOT NULL,
+            category TEXT DEFAULT 'general',
+            importance INTEGER DEFAULT 3,
+            tags TEXT DEFAULT '[]',
+            entities TEXT DEFAULT '[]',
+            source TEXT DEFAULT 'user',
+            access_count INTEGER DEFAULT 0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            deleted_at TEXT
+        );
+        CREATE TABLE IF NOT EXISTS edges (
+            source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+            target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+            edge_type TEXT NOT NULL
+                CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+            weight REAL DEFAULT 1.0,
+            metadata TEXT DEFAULT '{}',
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (source_id, target_id, edge_type)
+        );
+        CREATE TABLE IF NOT EXISTS oplog (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            operation TEXT NOT NULL,
+            insight_id TEXT,
+            detail TEXT DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        """
+    )
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
+    """Columns later releases added: access recency, vector, cached EI, insertion time."""
+    cols = _columns(db, "insights")
+    for name, ddl in (
+        ("last_accessed_at", "TEXT"),
+        ("embedding", "BLOB"),
+        ("effective_importance", "REAL DEFAULT 0.5"),
+        ("stored_at", "TEXT"),
+        ("embed_model", "TEXT"),
+        ("vec_seq", "INTEGER"),
+        ("n_tokens", "INTEGER DEFAULT 0"),
+    ):
+        if name not in cols:
+            db.execute(f"ALTER TABLE insights ADD COLUMN {name} {ddl}")
+    db.execute("UPDATE insights SET stored_at = created_at WHERE stored_at IS NULL")
+    # An edges table from an older release may not accept 'supersedes' (or still accept 'narrative').
+    sql = db.execute("SELECT sql FROM sqlite_master WHERE name='edges'").fetchone()[0]
+    if "supersedes" not in sql or "narrative" in sql:
+        db.executescript(
+            """
+            DELETE FROM edges WHERE edge_type NOT IN ('temporal','semantic','causal','entity');
+            ALTER TABLE edges RENAME TO edges_old;
+            CREATE TABLE edges (
+                source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+                target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+                edge_type TEXT NOT NULL
+                    CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+                weight REAL DEFAULT 1.0,
+                metadata TEXT DEFAULT '{}',
+                created_at TEXT NOT NULL,
+                PRIMARY KEY (source_id, target_id, edge_type)
+            );
+            INSERT INTO edges SELECT * FROM edges_old;
+            DROP TABLE edges_old;
+            """
+        )
+    db.execute(
+        "UPDATE insights SET deleted_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') "
+        "WHERE category = 'narrative' AND deleted_at IS NULL"
+    )
+
+
+def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category);
+        CREATE INDEX IF NOT EXISTS idx_insights_importance ON insights(importance);
+        CREATE INDEX IF NOT EXISTS idx_insights_created_at ON insights(created_at);
+        CREATE INDEX IF NOT EXISTS idx_insights_deleted_at ON insights(deleted_at);
+        CREATE INDEX IF NOT EXISTS idx_insights_source ON insights(source);
+        CREATE INDEX IF NOT EXISTS idx_insights_ei ON insights(effective_importance);
+        CREATE INDEX IF NOT EXISTS idx_insights_stored_at ON insights(stored_at);
+        CREATE INDEX IF NOT EXISTS idx_insights_vec_seq ON insights(vec_seq);
+        CREATE INDEX IF NOT EXISTS idx_insights_content ON insights(content);
+        CREATE INDEX IF NOT EXISTS idx_prune_candidates
+            ON insights(deleted_at, importance, access_count, effective_importance);
+        CREATE INDEX IF NOT EXISTS idx_edges_source ON edges(source_id);
+        CREATE INDEX IF NOT EXISTS idx_edges_target ON edges(target_id);
+        CREATE INDEX IF NOT EXISTS idx_edges_type ON edges(edge_type);
+        CREATE INDEX IF NOT EXISTS idx_edges_source_type ON edges(source_id, edge_type);
+        CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type);
+        CREATE INDEX IF NOT EXISTS idx_oplog_created_at ON oplog(created_at);
+        CREATE TABLE IF NOT EXISTS insight_entities (
+            insight_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+            entity TEXT NOT NULL,
+            entity_lower TEXT NOT NULL,
+            PRIMARY KEY (insight_id, entity)
+        );
+        CREATE INDEX IF NOT EXISTS idx_entities_entity ON insight_entities(entity);
+        CREATE INDEX IF NOT EXISTS idx_entities_lower ON insight_entities(entity_lower);
+        CREATE VIRTUAL TABLE IF NOT EXISTS insights_fts
+            USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0');
+        CREATE TABLE IF NOT EXISTS mnemon_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT OR IGNORE INTO mnemon_meta VALUES ('vec_seq', 0);
+        """
+    )
+    # Backfill the side tables of rows written by an older release.
+    from ..text import token_set
+
+    rows = db.execute(
+        "SELECT rowid, id, content, tags, entities FROM insights "
+        "WHERE rowid NOT IN (SELECT rowid FROM insights_fts)"
+    ).fetchall()
+    for rowid, id_, content, tags, entities in rows:
+        ents = json.loads(entities or "[]")
+        toks = token_set(" ".join([content, *json.loads(tags or "[]"), *ents]))
+        db.execute("INSERT INTO insights_fts(rowid, terms) VALUES (?, ?)", (rowid, " ".join(toks)))
+        db.execute("UPDATE insights SET n_tokens = ? WHERE rowid = ?", (len(toks), rowid))
+        db.executemany(
+            "INSERT OR IGNORE INTO insight_entities VALUES (?, ?, ?)", [(id_, e, e.lower()) for e in ents]
+        )
+    db.execute(
+        "UPDATE insights SET embed_model = 'unknown' WHERE embedding IS NOT NULL AND embed_model IS NULL"
+    )
+
+
+MIGRATIONS = [_m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search]
+
+
+def _fts_phrase(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _where(filters: Filters, alias: str = "") -> tuple[str, list[str]]:
+    p = f"{alias}." if alias else ""
+    sql, args = f"{p}deleted_at IS NULL", []
+    if filters.category is not None:
+        sql += f" AND {p}category = ?"
+        args.append(filters.category)
+    if filters.source is not None:
+        sql += f" AND {p}source = ?"
+        args.append(filters.source)
+    return sql, args
+
+
+def _row_to_insight(r: tuple) -> Insight:
+    return Insight(
+        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=json.loads(r[4] or "[]"),
+        entities=json.loads(r[5] or "[]"), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
+        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
+        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
+    )
+
+
+def _row_to_edge(r: tuple) -> Edge:
+    return Edge(
+        source_id=r[0], target_id=r[1], edge_type=r[2], weight=r[3], metadata=json.loads(r[4] or "{}"),
+        created_at=r[5],
+    )
+
+
+class SQLiteStore:
+    """`Store` over one SQLite file. One connection; safe across processes through WAL + busy timeout."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.readonly = readonly
+        self._depth = 0
+        self._lock = threading.RLock()
+        self._vectors: dict[tuple[str, int], VectorCache] = {}
+        try:
+            if readonly:
+                if not self.path.exists():
+                    raise StoreError(f"database not found: {self.path}", path=str(self.path))
+                uri = self.path.resolve().as_uri() + "?mode=ro"
+                self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open database {self.path}: {e}", path=str(self.path)) from e
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        # The Go original sets user_version = 1 after its float32 re-encode; ours count from 100.
+        done = max(0, version - 100) if version >= 100 else 0
+        for n, step in enumerate(MIGRATIONS[done:], start=done + 1):
+            with self.transaction():
+                step(self.db)
+                self.db.execute(f"PRAGMA user_version = {100 + n}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Outermost call: BEGIN IMMEDIATE (a second writer waits on the busy timeout); inner: savepoint."""
+        with self._lock:
+            name = f"sp{self._depth}"
+            if self._depth == 0:
+                self.db.execute("BEGIN IMMEDIATE")
+            else:
+                self.db.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.db.execute("ROLLBACK")
+                else:
+                    self.db.execute(f"ROLLBACK TO {name}")
+                    self.db.execute(f"RELEASE {name}")
+                raise
+            else:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.db.execute("COMMIT")
+                else:
+                    self.db.execute(f"RELEASE {name}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                total += p.stat().st_size
+        return total
+
+    # ------------------------------------------------------------------ insights
+
+    def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
+        toks = set(tokens)
+        cur = self.db.execute(
+            "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
+            "created_at, updated_at, deleted_at, last_accessed_at, effective_importance, stored_at, n_tokens) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                ins.id, ins.content, str(ins.category), ins.importance,
+                json.dumps(ins.tags, ensure_ascii=False), json.dumps(ins.entities, ensure_ascii=False),
+                ins.source, ins.access_count, ins.created_at, ins.updated_at, ins.deleted_at,
+                ins.last_accessed_at, ins.effective_importance, ins.stored_at, len(toks),
+            ),
+        )
+        self.db.execute("INSERT INTO insights_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(toks)))
+        self.db.executemany(
+            "INSERT OR IGNORE INTO insight_entities VALUES (?, ?, ?)",
+            [(ins.id, e, e.lower()) for e in ins.entities],
+        )
+
+    def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
+        sql = f"SELECT {_INSIGHT_COLS} FROM insights WHERE id = ?"
+        if not include_deleted:
+            sql += " AND deleted_at IS NULL"
+        r = self.db.execute(sql, (id,)).fetchone()
+        return _row_to_insight(r) if r else None
+
+    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
+        out: dict[str, Insight] = {}
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 900):
+            chunk = ids[i : i + 900]
+            q = ",".join("?" * len(chunk))
+            for r in self.db.execute(
+                f"SELECT {_INSIGHT_COLS} FROM insights WHERE id IN ({q}) AND deleted_at IS NULL", chunk
+            ):
+                out[r[0]] = _row_to_insight(r)
+        return out
+
+    def find_by_content(self, content: str) -> str | None:
+        # Byte-identical: SQLite compares TEXT with memcmp under the default BINARY collation.
+        r = self.db.execute(
+            "SELECT id FROM insights WHERE content = ? AND deleted_at IS NULL ORDER BY rowid LIMIT 1", (content,)
+        ).fetchone()
+        return r[0] if r else None
+
+    def count_active(self) -> int:
+        return self.db.execute("SELECT count(*) FROM insights WHERE deleted_at IS NULL").fetchone()[0]
+
+    def count_deleted(self) -> int:
+        return self.db.execute("SELECT count(*) FROM insights WHERE deleted_at IS NOT NULL").fetchone()[0]
+
+    def iter_active(self, filters: Filters = NO_FILTERS) -> Iterator[Insight]:
+        where, args = _where(filters)
+        for r in self.db.execute(f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} ORDER BY rowid", args):
+            yield _row_to_insight(r)
+
+    def latest(
+        self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
+        limit: int, filters: Filters = NO_FILTERS,
+    ) -> list[Insight]:
+        where, args = _where(filters)
+        if source is not None:
+            where += " AND source = ?"
+            args.append(source)
+        if since is not None:
+            where += " AND created_at >= ?"
+            args.append(since)
+        if exclude is not None:
+            where += " AND id != ?"
+            args.append(exclude)
+        rows = self.db.execute(
+            f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            [*args, limit],
+        )
+        return [_row_to_insight(r) for r in rows]
+
+    def soft_delete(self, ids: Sequence[str], now: str) -> None:
+        for id_ in ids:
+            seq = self._next_vec_seq()
+            self.db.execute(
+                "UPDATE insights SET deleted_at = ?, updated_at = ?, "
+                "vec_seq = CASE WHEN embedding IS NULL THEN vec_seq ELSE ? END WHERE id = ?",
+                (now, now, seq, id_),
+            )
+            self.db.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (id_, id_))
+
+    def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
+        self.db.executemany(
+            "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ? WHERE id = ?",
+            [(inc, now, i) for i in ids],
+        )
+
+    def set_effective_importance(self, values: dict[str, float]) -> None:
+        self.db.executemany(
+            "UPDATE insights SET effective_importance = ? WHERE id = ?", [(v, k) for k, v in values.items()]
+        )
+
+    def prune_candidates(self, *, exclude: str | None, stored_before: str | None, limit: int) -> list[Insight]:
+        sql = (
+            f"SELECT {_INSIGHT_COLS} FROM insights WHERE deleted_at IS NULL AND importance < 4 "
+            "AND access_count < 3"
+        )
+        args: list[object] = []
+        if exclude is not None:
+            sql += " AND id != ?"
+            args.append(exclude)
+        if stored_before is not None:
+            sql += " AND COALESCE(stored_at, created_at) <= ?"
+            args.append(stored_before)
+        sql += " ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
+        return [_row_to_insight(r) for r in self.db.execute(sql, [*args, limit])]
+
+    def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]:
+        where, args = _where(filters)
+        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.db.execute(
+            f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} AND content LIKE ? ESCAPE '\\' "
+            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
+            [*args, pattern, limit],
+        )
+        return [_row_to_insight(r) for r in rows]
+
+    # ------------------------------------------------------------------ tokens and entities
+
+    def token_hits(
+        self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None
+    ) -> list[TokenHit]:
+        toks = sorted(set(tokens))
+        if not toks:
+            return []
+        union = " UNION ALL ".join(["SELECT rowid AS r FROM insights_fts WHERE insights_fts MATCH ?"] * len(toks))
+        where, args = _where(filters, "i")
+        if exclude is not None:
+            where += " AND i.id != ?"
+            args.append(exclude)
+        sql = (
+            f"SELECT i.id, count(*), i.n_tokens, i.importance, i.created_at FROM ({union}) m "
+            f"JOIN insights i ON i.rowid = m.r WHERE {where} GROUP BY m.r"
+        )
+        return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args])]
+
+    def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        out: dict[str, frozenset[str]] = {}
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 900):
+            chunk = ids[i : i + 900]
+            q = ",".join("?" * len(chunk))
+            for id_, terms in self.db.execute(
+                f"SELECT i.id, f.terms FROM insights i JOIN insights_fts f ON f.rowid = i.rowid "
+                f"WHERE i.id IN ({q})",
+                chunk,
+            ):
+                out[id_] = frozenset(terms.split())
+        return out
+
+    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
+        rows = self.db.execute(
+            "SELECT i.id FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
+            "WHERE e.entity = ? AND i.deleted_at IS NULL AND i.id != ? "
+            "ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+            (entity, exclude, limit),
+        )
+        return [r[0] for r in rows]
+
+    def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
+        """Which candidates are entities of an active insight: {candidate: stored spelling}."""
+        cands = list(dict.fromkeys(c.lower() if casefold else c for c in candidates))
+        col = "entity_lower" if casefold else "entity"
+        out: dict[str, str] = {}
+        for i in range(0, len(cands), 900):
+            chunk = cands[i : i + 900]
+            q = ",".join("?" * len(chunk))
+            for key, ent in self.db.execute(
+                f"SELECT e.{col}, min(e.entity) FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
+                f"WHERE e.{col} IN ({q}) AND i.deleted_at IS NULL GROUP BY e.{col}",
+                chunk,
+            ):
+                out[key] = ent
+        return out
+
+    def entity_hits(self, entities_lower: Collection[str], filters: Filters = NO_FILTERS) -> dict[str, int]:
+        ents = sorted(set(entities_lower))
+        if not ents:
+            return {}
+        where, args = _where(filters, "i")
+        q = ",".join("?" * len(ents))
+        rows = self.db.execute(
+            f"SELECT i.id, count(DISTINCT e.entity_lower) FROM insight_entities e "
+            f"JOIN insights i ON i.id = e.insight_id WHERE e.entity_lower IN ({q}) AND {where} GROUP BY i.id",
+            [*ents, *args],
+        )
+        return dict(rows.fetchall())
+
+    def top_entities(self, limit: int) -> list[tuple[str, int]]:
+        rows = self.db.execute(
+            "SELECT e.entity, count(*) AS n FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
+            "WHERE i.deleted_at IS NULL GROUP BY e.entity ORDER BY n DESC, e.entity ASC LIMIT ?",
+            (limit,),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def count_by_category(self) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT category, count(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
+        )
+        return dict(rows.fetchall())
+
+    # ------------------------------------------------------------------ vectors
+
+    def _next_vec_seq(self) -> int:
+        return self.db.execute(
+            "UPDATE mnemon_meta SET value = value + 1 WHERE key = 'vec_seq' RETURNING value"
+        ).fetchone()[0]
+
+    def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
+        seq = self._next_vec_seq()
+        self.db.execute(
+            "UPDATE insights SET embedding = ?, embed_model = ?, vec_seq = ? WHERE id = ?",
+            (encode(vector), model, seq, id),
+        )
+
+    def get_vector(self, id: str, model: str) -> np.ndarray | None:
+        r = self.db.execute(
+            "SELECT embedding, embed_model FROM insights WHERE id = ? AND embedding IS NOT NULL", (id,)
+        ).fetchone()
+        if not r or r[1] != model:
+            return None
+        return decode(r[0])
+
+    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
+        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
+        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
+        with self._lock:
+            cache = self._vectors.get((model, dim))
+            if cache is None:
+                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
+            top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
+            top_seq = top[0] if top else 0
+            if top_seq > cache.high_water:
+                rows = self.db.execute(
+                    "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
+                    "WHERE vec_seq > ? ORDER BY vec_seq",
+                    (cache.high_water,),
+                ).fetchall()
+                cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], top_seq)
+            return cache.snapshot()
+
+    def vector_counts(self) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT embed_model || ':' || (length(embedding) / 4), count(*) FROM insights "
+            "WHERE deleted_at IS NULL AND embedding IS NOT NULL GROUP BY 1"
+        )
+        return dict(rows.fetchall())
+
+    def unembedded(self, model: str, limit: int) -> list[Insight]:
+        rows = self.db.execute(
+            f"SELECT {_INSIGHT_COLS} FROM insights WHERE deleted_at IS NULL "
+            "AND (embedding IS NULL OR embed_model IS NOT ?) "
+            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
+            (model, limit),
+        )
+        return [_row_to_insight(r) for r in rows]
+
+    # ------------------------------------------------------------------ edges
+
+    def upsert_edge(self, edge: Edge) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (
+                edge.source_id, edge.target_id, str(edge.edge_type), edge.weight,
+                json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), edge.created_at,
+            ),
+        )
+
+    def edges_of(self, ids: Sequence[str]) -> list[Edge]:
+        out: list[Edge] = []
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 400):
+            chunk = ids[i : i + 400]
+            q = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+                f"WHERE source_id IN ({q}) UNION "
+                "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+                f"WHERE target_id IN ({q})",
+                [*chunk, *chunk],
+            )
+            out.extend(_row_to_edge(r) for r in rows)
+        return out
+
+    def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        q = ",".join("?" * len(ids))
+        sql = (
+            "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+            f"WHERE source_id IN ({q}) AND target_id IN ({q})"
+        )
+        args: list[str] = [*ids, *ids]
+        if edge_type is not None:
+            sql += " AND edge_type = ?"
+            args.append(edge_type)
+        return [_row_to_edge(r) for r in self.db.execute(sql + " ORDER BY source_id, target_id", args)]
+
+    def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        out = dict.fromkeys(ids, 0)
+        ids = list(out)
+        for i in range(0, len(ids), 400):
+            chunk = ids[i : i + 400]
+            q = ",".join("?" * len(chunk))
+            for id_, n in self.db.execute(
+                f"SELECT source_id, count(*) FROM edges WHERE source_id IN ({q}) GROUP BY source_id "
+                f"UNION ALL SELECT target_id, count(*) FROM edges WHERE target_id IN ({q}) GROUP BY target_id",
+                [*chunk, *chunk],
+            ):
+                out[id_] += n
+        return out
+
+    def count_edges(self) -> int:
+        return self.db.execute("SELECT count(*) FROM edges").fetchone()[0]
+
+    def iter_edges(self) -> Iterator[Edge]:
+        for r in self.db.execute(
+            "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+            "ORDER BY source_id, target_id, edge_type"
+        ):
+            yield _row_to_edge(r)
+
+    def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
+        self.db.execute(
+            "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?",
+            (source_id, target_id, edge_type),
+        )
+
+    def supersede_targets(self, ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return set()
+        q = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT DISTINCT target_id FROM edges WHERE edge_type = 'supersedes' AND target_id IN ({q})", ids
+        )
+        return {r[0] for r in rows}
+
+    # ------------------------------------------------------------------ oplog
+
+    def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
+        cur = self.db.execute(
+            "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?,?,?,?)",
+            (operation, insight_id, detail, now),
+        )
+        self.db.execute("DELETE FROM oplog WHERE id <= ?", (cur.lastrowid - OPLOG_CAP,))
+
+    def read_log(self, limit: int) -> list[OplogEntry]:
+        rows = self.db.execute(
+            "SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        return [
+            OplogEntry(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "", created_at=r[4]) for r in rows
+        ]
+
+    def count_log(self) -> int:
+        return self.db.execute("SELECT count(*) FROM oplog").fetchone()[0]

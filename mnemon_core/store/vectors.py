@@ -1,0 +1,93 @@
+"""An in-memory float32 matrix of a store's vectors, kept in step with writes.
+
+A long-lived process must not read every blob on every query. The store gives each vector write or delete a
+growing sequence number (`vec_seq`); `refresh` reads only rows changed since the last high-water mark, so
+writes from another process are seen on the next query at the cost of the changed rows alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def encode(vec: np.ndarray) -> bytes:
+    return np.asarray(vec, dtype="<f4").tobytes()
+
+
+def decode(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def normalise(vec: np.ndarray) -> np.ndarray:
+    v = np.asarray(vec, dtype=np.float32)
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+class VectorCache:
+    """Rows of unit vectors for one (model, dim); deleted rows are zeroed and reused lazily."""
+
+    def __init__(self, model: str, dim: int) -> None:
+        self.model = model
+        self.dim = dim
+        self.high_water = -1
+        self._mat = np.zeros((0, dim), dtype=np.float32)
+        self._ids: list[str] = []
+        self._row: dict[str, int] = {}
+        self._live = np.zeros(0, dtype=bool)
+        self._n = 0
+
+    def apply(self, rows: list[tuple[str, bytes | None, str | None, bool]], high_water: int) -> None:
+        """rows: (id, blob, model, active). A row of another model/dim or inactive is removed."""
+        for id_, blob, model, active in rows:
+            vec = None
+            if active and blob is not None and model == self.model:
+                v = decode(blob)
+                if v.shape[0] == self.dim:
+                    vec = normalise(v)
+            r = self._row.get(id_)
+            if vec is None:
+                if r is not None:
+                    self._live[r] = False
+                    self._mat[r] = 0.0
+                continue
+            if r is None:
+                r = self._append(id_)
+            self._mat[r] = vec
+            self._live[r] = True
+        self.high_water = max(self.high_water, high_water)
+
+    def _append(self, id_: str) -> int:
+        if self._n == self._mat.shape[0]:
+            cap = max(64, self._n * 2)
+            mat = np.zeros((cap, self.dim), dtype=np.float32)
+            mat[: self._n] = self._mat[: self._n]
+            live = np.zeros(cap, dtype=bool)
+            live[: self._n] = self._live[: self._n]
+            self._mat, self._live = mat, live
+        r = self._n
+        self._n += 1
+        self._ids.append(id_)
+        self._row[id_] = r
+        return r
+
+    def snapshot(self) -> tuple[list[str], np.ndarray]:
+        """(ids, matrix) of the live rows. The matrix is a view when nothing was deleted."""
+        live = self._live[: self._n]
+        if live.all():
+            return self._ids[:], self._mat[: self._n]
+        idx = np.flatnonzero(live)
+        return [self._ids[i] for i in idx], self._mat[idx]
+
+    def scores(self, query: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """Cosine of every live row with a unit query vector."""
+        ids, mat = self.snapshot()
+        if not ids:
+            return ids, np.zeros(0, dtype=np.float32)
+        return ids, mat @ np.asarray(query, dtype=np.float32)
+
+    def get(self, id_: str) -> np.ndarray | None:
+        r = self._row.get(id_)
+        if r is None or not self._live[r]:
+            return None
+        return self._mat[r]

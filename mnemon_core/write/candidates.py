@@ -1,0 +1,84 @@
+"""Step four (after the commit, read-only): candidates for the host LLM to judge (reference §3.7).
+
+Semantic: calibrated cosine in [0.40, 0.80) — with `auto_linked` for those ≥ 0.80 already edged — best 5;
+without vectors (or none survive), token overlap max(|A∩B|/|A|, |A∩B|/|B|) ≥ 0.10 over active insights.
+Causal: a breadth-first walk over every edge type, both directions, up to 2 hops and 10 nodes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..models import CausalCandidate, Insight, SemanticCandidate
+from ..store import Store
+from .causal import causal_signal, suggest_sub_type
+from .constants import (
+    CAUSAL_CANDIDATE_HOPS,
+    CAUSAL_CANDIDATE_MAX,
+    SEMANTIC_AUTO_LINK,
+    SEMANTIC_REVIEW,
+    SEMANTIC_REVIEW_MAX,
+    SEMANTIC_TOKEN_FALLBACK,
+)
+from .semantic import ranked
+
+
+def semantic_candidates(
+    store: Store, new: Insight, tokens: frozenset[str], cosines: dict[str, float] | None
+) -> list[SemanticCandidate]:
+    picks: list[tuple[str, float, bool]] = []
+    if cosines:
+        picks = [(i, c, c >= SEMANTIC_AUTO_LINK) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_REVIEW]
+        picks = picks[:SEMANTIC_REVIEW_MAX]
+    if not picks and tokens:
+        n = len(tokens)
+        scored = []
+        for h in store.token_hits(tokens, exclude=new.id):
+            m = min(n, h.n_tokens)
+            score = h.hits / m if m else 0.0
+            if score >= SEMANTIC_TOKEN_FALLBACK:
+                scored.append((h.id, score, False))
+        scored.sort(key=lambda t: (-t[1], t[0]))
+        picks = scored[:SEMANTIC_REVIEW_MAX]
+    rows = store.get_insights([p[0] for p in picks])
+    return [
+        SemanticCandidate(id=i, content=rows[i].content, category=rows[i].category, cosine=round(c, 4),
+                          auto_linked=auto)
+        for i, c, auto in picks
+        if i in rows
+    ]
+
+
+def causal_candidates(store: Store, new: Insight) -> list[CausalCandidate]:
+    seen = {new.id}
+    found: list[tuple[str, int, str]] = []  # (id, hop, via edge type)
+    frontier = deque([(new.id, 0)])
+    while frontier and len(found) < CAUSAL_CANDIDATE_MAX:
+        node, hop = frontier.popleft()
+        if hop >= CAUSAL_CANDIDATE_HOPS:
+            continue
+        edges = sorted(store.edges_of([node]), key=lambda e: (e.edge_type, e.source_id, e.target_id))
+        nbrs = []
+        for e in edges:
+            other = e.target_id if e.source_id == node else e.source_id
+            if other not in seen:
+                seen.add(other)
+                nbrs.append((other, e.edge_type))
+        active = store.get_insights([n for n, _ in nbrs])
+        for other, etype in nbrs:
+            if other not in active or len(found) >= CAUSAL_CANDIDATE_MAX:
+                continue
+            found.append((other, hop + 1, etype))
+            frontier.append((other, hop + 1))
+    rows = store.get_insights([f[0] for f in found])
+    out = []
+    for id_, hop, etype in found:
+        ins = rows[id_]
+        out.append(
+            CausalCandidate(
+                id=id_, content=ins.content, category=ins.category, hop=hop, via_edge=etype,
+                causal_signal=causal_signal(ins.content) or causal_signal(new.content),
+                suggested_sub_type=suggest_sub_type(new.content + " " + ins.content),
+            )
+        )
+    return out

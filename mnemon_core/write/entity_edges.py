@@ -1,0 +1,22 @@
+"""Entity graph builder (spec 004 §4.2): link the new insight to the most recent insights sharing each of
+its entities, both ways, weight 1.0 — at most 5 per entity and 50 edges in all."""
+
+from __future__ import annotations
+
+from ..models import Edge, EdgeType, Insight
+from ..store import Store
+from .constants import ENTITY_LINKS_PER_ENTITY, ENTITY_MAX_EDGES
+
+
+def create_entity_edges(store: Store, new: Insight, now: str) -> int:
+    created = 0
+    for entity in new.entities:
+        for other in store.with_entity(entity, exclude=new.id, limit=ENTITY_LINKS_PER_ENTITY):
+            if created >= ENTITY_MAX_EDGES:
+                return created
+            meta = {"entity": entity}  # on a pair sharing several entities, the last one wins
+            for s, t in ((new.id, other), (other, new.id)):
+                store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=EdgeType.entity, weight=1.0,
+                                       metadata=meta, created_at=now))
+                created += 1
+    return created

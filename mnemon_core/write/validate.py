@@ -1,0 +1,125 @@
+"""Step one: validate a remember (reference §3.1). Lengths are bytes; every error names the field and limit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from ..models import Category, EntityMode
+from .constants import (
+    MAX_CONTENT_BYTES,
+    MAX_ENTITIES,
+    MAX_ENTITY_BYTES,
+    MAX_SOURCE_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+)
+
+CATEGORIES = ", ".join(c.value for c in Category)
+
+
+@dataclass(frozen=True)
+class RememberInput:
+    content: str
+    category: Category
+    importance: int
+    tags: list[str]
+    entities: list[str]
+    entity_mode: EntityMode
+    source: str
+
+
+def split_list(value: str | Sequence[str] | None) -> list[str]:
+    """A comma list or a sequence → trimmed, non-empty items."""
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [s.strip() for s in items if isinstance(s, str) and s.strip()]
+
+
+def validate_content(content: str) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("content must not be empty", field="content")
+    n = len(content.encode("utf-8"))
+    if n > MAX_CONTENT_BYTES:
+        raise ValidationError(
+            f"content too long ({n} chars, max {MAX_CONTENT_BYTES}); "
+            "consider chunking into multiple remember calls",
+            field="content",
+        )
+    return content
+
+
+def validate_category(category: str | Category | None) -> Category:
+    try:
+        return Category(category or "general")
+    except ValueError:
+        raise ValidationError(f'invalid category "{category}"; valid: {CATEGORIES}', field="category") from None
+
+
+def validate_importance(importance: int) -> int:
+    if isinstance(importance, bool) or not isinstance(importance, int) or not 1 <= importance <= 5:
+        raise ValidationError(f"importance must be 1-5, got {importance}", field="importance")
+    return importance
+
+
+def validate_tags(tags: str | Sequence[str] | None) -> list[str]:
+    items = split_list(tags)
+    for t in items:
+        n = len(t.encode("utf-8"))
+        if n > MAX_TAG_BYTES:
+            raise ValidationError(f"tag too long ({n} chars, max {MAX_TAG_BYTES}): {t[:50]}", field="tags")
+    if len(items) > MAX_TAGS:
+        raise ValidationError(f"too many tags ({len(items)}, max {MAX_TAGS})", field="tags")
+    return items
+
+
+def validate_entities(entities: str | Sequence[str] | None) -> list[str]:
+    items = split_list(entities)
+    for e in items:
+        n = len(e.encode("utf-8"))
+        if n > MAX_ENTITY_BYTES:
+            raise ValidationError(
+                f"entity too long ({n} chars, max {MAX_ENTITY_BYTES}): {e[:50]}", field="entities"
+            )
+    if len(items) > MAX_ENTITIES:
+        raise ValidationError(f"too many entities ({len(items)}, max {MAX_ENTITIES})", field="entities")
+    return items
+
+
+def validate_entity_mode(mode: str | EntityMode | None) -> EntityMode:
+    try:
+        return EntityMode(mode or "merge")
+    except ValueError:
+        raise ValidationError(
+            f'invalid entity mode "{mode}"; valid: merge, provided, auto', field="entity_mode"
+        ) from None
+
+
+def validate_source(source: str | None) -> str:
+    src = "user" if source is None else source
+    n = len(src.encode("utf-8"))
+    if n > MAX_SOURCE_BYTES:
+        raise ValidationError(f"source too long ({n} chars, max {MAX_SOURCE_BYTES})", field="source")
+    return src
+
+
+def validate_remember(
+    content: str,
+    category: str | Category | None = "general",
+    importance: int = 3,
+    tags: str | Sequence[str] | None = None,
+    entities: str | Sequence[str] | None = None,
+    entity_mode: str | EntityMode | None = "merge",
+    source: str | None = "user",
+) -> RememberInput:
+    return RememberInput(
+        content=validate_content(content),
+        category=validate_category(category),
+        importance=validate_importance(importance),
+        tags=validate_tags(tags),
+        entities=validate_entities(entities),
+        entity_mode=validate_entity_mode(entity_mode),
+        source=validate_source(source),
+    )
