@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..config import Settings
-from .base import NO_FILTERS, Filters, Store, TokenHit
+from .base import NO_FILTERS, Filters, Store, TokenHit, rank_by_coverage
 
-__all__ = ["NO_FILTERS", "Filters", "Store", "TokenHit", "open_store"]
+__all__ = ["NO_FILTERS", "Filters", "Store", "TokenHit", "open_store", "rank_by_coverage"]
 
 
 def open_store(settings: Settings) -> Store:

@@ -35,6 +35,14 @@ class Filters(NamedTuple):
 NO_FILTERS = Filters()
 
 
+def rank_by_coverage(hits: list[TokenHit]) -> list[TokenHit]:
+    """Most query tokens first; ties → higher importance, newer, then id (deterministic)."""
+    out = sorted(hits, key=lambda h: h.id)
+    out.sort(key=lambda h: h.created_at, reverse=True)
+    out.sort(key=lambda h: (-h.hits, -h.importance))
+    return out
+
+
 class Store(Protocol):
     location: str  # a path or URL, for `status` and messages
 

@@ -31,8 +31,15 @@ _INSIGHT_COLS = (
 )
 
 
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run DDL statements one by one: `executescript` would commit the migration's open transaction."""
+    for stmt in sql.split(";"):
+        if stmt.strip():
+            db.execute(stmt)
+
+
 def _m001_initial(db: sqlite3.Connection) -> None:
-    db.executescript(
+    _script(db, 
         """
         CREATE TABLE IF NOT EXISTS insights (
             id TEXT PRIMARY KEY,
@@ -90,7 +97,7 @@ def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
     # An edges table from an older release may not accept 'supersedes' (or still accept 'narrative').
     sql = db.execute("SELECT sql FROM sqlite_master WHERE name='edges'").fetchone()[0]
     if "supersedes" not in sql or "narrative" in sql:
-        db.executescript(
+        _script(db, 
             """
             DELETE FROM edges WHERE edge_type NOT IN ('temporal','semantic','causal','entity');
             ALTER TABLE edges RENAME TO edges_old;
@@ -115,7 +122,7 @@ def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
 
 
 def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
-    db.executescript(
+    _script(db, 
         """
         CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category);
         CREATE INDEX IF NOT EXISTS idx_insights_importance ON insights(importance);

@@ -1,0 +1,80 @@
+"""mnemon: graph memory for LLM agents. The whole public surface is listed in `__all__`.
+
+Names load on first use, so `import mnemon_core` (and the CLI's start-up) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "AsyncMemory": "memory",
+    "Memory": "memory",
+    "Settings": "config",
+    "Category": "models",
+    "CausalCandidate": "models",
+    "Edge": "models",
+    "EdgeType": "models",
+    "EdgesCreated": "models",
+    "EntityMode": "models",
+    "ForgetResult": "models",
+    "GcResult": "models",
+    "Insight": "models",
+    "Intent": "models",
+    "LinkResult": "models",
+    "OplogEntry": "models",
+    "RelatedHit": "models",
+    "RememberResult": "models",
+    "SearchHit": "models",
+    "SemanticCandidate": "models",
+    "StatusResult": "models",
+    "EmbedderError": "errors",
+    "MnemonError": "errors",
+    "NotFoundError": "errors",
+    "ReadOnlyError": "errors",
+    "StoreError": "errors",
+    "ValidationError": "errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mnemon_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .errors import EmbedderError, MnemonError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+    from .memory import AsyncMemory, Memory
+    from .models import (
+        Category,
+        CausalCandidate,
+        Edge,
+        EdgesCreated,
+        EdgeType,
+        EntityMode,
+        ForgetResult,
+        GcResult,
+        Insight,
+        Intent,
+        LinkResult,
+        OplogEntry,
+        RelatedHit,
+        RememberResult,
+        SearchHit,
+        SemanticCandidate,
+        StatusResult,
+    )

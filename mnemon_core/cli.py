@@ -1,0 +1,304 @@
+"""`mnemon`: parse flags → one `Memory` call → JSON on stdout.
+
+Errors a user can cause (`MnemonError`) are one line on stderr and exit status 1; anything else is a bug and
+keeps its traceback. The module imports only the standard library at load time: the CLI starts on every
+agent turn, so the engine (pydantic, numpy) is imported when a command runs, not for `--version`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+VERSION = "0.1.0"
+
+Handler = Callable[[argparse.Namespace], Any]
+COMMANDS: dict[str, Handler] = {}
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def dump(value: Any) -> str:
+    """Pretty JSON (2-space indent) of a model, a list of models or plain data."""
+    from pydantic import BaseModel
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, BaseModel):
+            return v.model_dump(mode="json")
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(value), indent=2, ensure_ascii=False)
+
+
+def emit(value: Any) -> None:
+    sys.stdout.write(dump(value) + "\n")
+
+
+def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
+    from .config import Settings
+    from .memory import Memory
+
+    settings = Settings.resolve(
+        data_dir=args.data_dir, store=args.store, readonly=args.readonly, embed_model=args.embed_model,
+        database_url=getattr(args, "database_url", None), origin=origin,
+    )
+    return Memory(settings=settings)
+
+
+# ---------------------------------------------------------------- commands
+
+
+@command("remember")
+def _remember(a: argparse.Namespace) -> None:
+    r = memory(a).remember(
+        " ".join(a.content), category=a.cat, importance=a.imp, tags=a.tags, entities=a.entities,
+        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff,
+    )
+    emit(r)
+
+
+@command("link")
+def _link(a: argparse.Namespace) -> None:
+    emit(memory(a).link(a.source_id, a.target_id, type=a.type, weight=a.weight, metadata=a.meta))
+
+
+@command("recall")
+def _recall(a: argparse.Namespace) -> None:
+    r = memory(a).recall(
+        " ".join(a.query), limit=a.limit, intent=a.intent, category=a.cat, source=a.source, basic=a.basic,
+        verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars,
+    )
+    if a.brief:  # compact, unindented
+        from pydantic import BaseModel
+
+        data = r.model_dump(mode="json") if isinstance(r, BaseModel) else r
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+    else:
+        emit(r)
+
+
+@command("search")
+def _search(a: argparse.Namespace) -> None:
+    emit(memory(a).search(" ".join(a.query), limit=a.limit))
+
+
+@command("show")
+def _show(a: argparse.Namespace) -> None:
+    emit(memory(a).show(a.id))
+
+
+@command("related")
+def _related(a: argparse.Namespace) -> None:
+    emit(memory(a).related(a.id, edge_type=a.edge, depth=a.depth))
+
+
+@command("forget")
+def _forget(a: argparse.Namespace) -> None:
+    emit(memory(a).forget(a.id))
+
+
+@command("gc")
+def _gc(a: argparse.Namespace) -> None:
+    mem = memory(a)
+    emit(mem.gc_keep(a.keep) if a.keep else mem.gc(threshold=a.threshold, limit=a.limit))
+
+
+@command("status")
+def _status(a: argparse.Namespace) -> None:
+    emit(memory(a).status())
+
+
+@command("log")
+def _log(a: argparse.Namespace) -> None:
+    entries = memory(a).log(limit=a.limit)
+    sys.stdout.write(format_log(entries))
+
+
+def format_log(entries: Sequence[Any]) -> str:
+    """Text table like Go's tabwriter (2-space padding), newest first."""
+    if not entries:
+        return "No operations recorded yet.\n"
+    rows = [("TIME", "OP", "INSIGHT", "DETAIL"), ("----", "--", "-------", "------")]
+    for e in entries:
+        detail = e.detail.replace("\n", " ")
+        if len(detail.encode()) > 60:
+            detail = detail[:57] + "..."
+        rows.append((e.created_at, e.operation, (e.insight_id or "")[:8], detail))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+@command("store")
+def _store(a: argparse.Namespace) -> None:
+    from . import stores
+
+    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name) + "\n")
+
+
+@command("import")
+def _import(a: argparse.Namespace) -> None:
+    mem = memory(a)
+    r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff)
+    if isinstance(r, str):
+        sys.stdout.write(r + "\n")
+    else:
+        emit(r)
+
+
+@command("embed")
+def _embed(a: argparse.Namespace) -> None:
+    emit(memory(a).embed(a.id, all=a.all, status=a.status))
+
+
+@command("viz")
+def _viz(a: argparse.Namespace) -> None:
+    from .viz import render
+
+    text = render(memory(a), a.format)
+    if a.output in ("-", None):
+        sys.stdout.write(text)
+    else:
+        with open(a.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"written to {a.output}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- parser
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line and exit status 1, like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(1, f"Error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Global flags are accepted before or after the command (a parent parser with suppressed defaults).
+    glob = Parser(add_help=False)
+    g = glob.add_argument_group("global flags")
+    g.add_argument("--data-dir", default=argparse.SUPPRESS, help="base directory (default $MNEMON_DATA_DIR or ~/.mnemon)")
+    g.add_argument("--store", default=argparse.SUPPRESS, help="store name (beats $MNEMON_STORE and the active file)")
+    g.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS, help="refuse every write")
+    g.add_argument("--embed-model", default=argparse.SUPPRESS, help="embedding model (default $MNEMON_EMBED_MODEL)")
+    g.add_argument("--database-url", default=argparse.SUPPRESS, help="postgresql://… (default $MNEMON_DATABASE_URL)")
+
+    p = Parser(prog="mnemon", description="Graph memory for LLM agents.", parents=[glob])
+    p.add_argument("--version", action="version", version=f"mnemon {VERSION}")
+    sub = p.add_subparsers(dest="command", metavar="<command>")
+
+    def cmd(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, parents=[glob])
+
+    s = cmd("remember", "Store a memory; builds temporal, entity, causal and semantic edges")
+    s.add_argument("content", nargs="+")
+    s.add_argument("--cat", default="general", help="preference|decision|fact|insight|context|general")
+    s.add_argument("--imp", type=int, default=3, help="importance 1-5 (3)")
+    s.add_argument("--tags", default="", help="comma list")
+    s.add_argument("--entities", default="", help="comma list")
+    s.add_argument("--entity-mode", default="merge", help="merge|provided|auto")
+    s.add_argument("--source", default="user")
+    s.add_argument("--no-diff", action="store_true", help="insert even an exact duplicate")
+
+    s = cmd("link", "Create an edge between two insights")
+    s.add_argument("source_id")
+    s.add_argument("target_id")
+    s.add_argument("--type", default="semantic", help="temporal|semantic|causal|entity|supersedes")
+    s.add_argument("--weight", type=float, default=0.5, help="0.0-1.0 (0.5)")
+    s.add_argument("--meta", default=None, help="JSON object of strings")
+
+    s = cmd("recall", "Intent-aware graph recall")
+    s.add_argument("query", nargs="+")
+    s.add_argument("--limit", type=int, default=10)
+    s.add_argument("--intent", default=None, help="WHY|WHEN|ENTITY|GENERAL")
+    s.add_argument("--cat", default=None)
+    s.add_argument("--source", default=None)
+    s.add_argument("--basic", action="store_true", help="plain LIKE search")
+    s.add_argument("--verbose", action="store_true", help="signals and meta")
+    s.add_argument("--brief", action="store_true", help="compact excerpts")
+    s.add_argument("--excerpt-chars", type=int, default=240)
+    s.add_argument("--smart", action="store_true", help=argparse.SUPPRESS)
+
+    s = cmd("search", "Keyword search")
+    s.add_argument("query", nargs="+")
+    s.add_argument("--limit", type=int, default=10)
+
+    s = cmd("show", "Show one insight")
+    s.add_argument("id")
+
+    s = cmd("related", "Insights connected to one insight")
+    s.add_argument("id")
+    s.add_argument("--edge", default=None, help="only this edge type")
+    s.add_argument("--depth", type=int, default=2)
+
+    s = cmd("forget", "Soft-delete an insight")
+    s.add_argument("id")
+
+    s = cmd("gc", "Suggest low-value insights to forget, or keep one")
+    s.add_argument("--threshold", type=float, default=0.5)
+    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--keep", default=None, metavar="ID")
+
+    cmd("status", "Store statistics")
+
+    s = cmd("log", "Recent operations")
+    s.add_argument("--limit", type=int, default=20)
+
+    s = cmd("store", "Manage named stores")
+    s.add_argument("action", choices=["list", "create", "set", "remove"])
+    s.add_argument("name", nargs="?")
+
+    s = cmd("import", "Import a memory_draft.json (schema v1)")
+    s.add_argument("file")
+    s.add_argument("--dry-run", action="store_true")
+    s.add_argument("--no-diff", action="store_true")
+
+    s = cmd("embed", "Embed insights: one id, --all (backfill) or --status")
+    s.add_argument("id", nargs="?")
+    s.add_argument("--all", action="store_true")
+    s.add_argument("--status", action="store_true")
+
+    s = cmd("viz", "Draw the graph as DOT or a self-contained HTML page")
+    s.add_argument("--format", default="dot", help="dot|html")
+    s.add_argument("-o", "--output", default="-")
+
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for name in ("data_dir", "store", "embed_model", "database_url"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    if not hasattr(args, "readonly"):
+        args.readonly = False
+    if not args.command:
+        parser.print_help()
+        return 0
+    from .errors import MnemonError
+
+    try:
+        COMMANDS[args.command](args)
+    except MnemonError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,489 @@
+"""`Memory`: the one public API. It resolves settings, opens the store and the embedder lazily, checks
+input before any work, and runs the pipelines; it owns nothing else. `AsyncMemory` has the same methods as
+coroutines (store calls run in a worker thread, so the event loop never blocks on SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import sys
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import lifecycle
+from .config import UNSET, Settings
+from .embed import Embedder, get_embedder
+from .errors import EmbedderError, NotFoundError, ReadOnlyError, ValidationError
+from .models import (
+    Category,
+    EdgeType,
+    EntityCount,
+    EntityMode,
+    ForgetResult,
+    GcCandidate,
+    GcKeepResult,
+    GcResult,
+    Insight,
+    LinkResult,
+    OplogEntry,
+    RelatedHit,
+    RememberResult,
+    SearchHit,
+    StatusResult,
+)
+from .store import Store, open_store, rank_by_coverage
+from .text import coverage, token_set
+from .timeutil import days_since, iso
+from .write import candidates, diff
+from .write.constants import SEMANTIC_REVIEW
+from .write.pipeline import resolve, write_insight
+from .write.validate import validate_remember
+
+EDGE_TYPES = ", ".join(t.value for t in EdgeType)
+SEARCH_LIMIT = 10
+RECALL_LIMIT = 10
+LOG_LIMIT = 20
+RELATED_DEPTH = 2
+TOP_ENTITIES = 20
+LINK_WEIGHT = 0.5
+CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
+
+
+def check_limit(limit: int, name: str = "--limit") -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValidationError(f"{name} must be at least 1, got {limit}", field="limit")
+    return limit
+
+
+def tokens_of(content: str, tags: Sequence[str], entities: Sequence[str]) -> frozenset[str]:
+    """The tokens an insight is found by: content, tags and entities."""
+    return token_set(" ".join([content, *tags, *entities]))
+
+
+class Memory:
+    """Graph memory over one store. `Memory(data_dir=..., store=..., readonly=..., embedder=...)`;
+    unset arguments come from `MNEMON_*` variables, then defaults."""
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = UNSET,
+        store: str | None = UNSET,
+        *,
+        readonly: bool = False,
+        embedder: str | Embedder | None = UNSET,
+        database_url: str | None = UNSET,
+        settings: Settings | None = None,
+        origin: str = "agent",
+    ) -> None:
+        instance = embedder if not (embedder is UNSET or embedder is None or isinstance(embedder, str)) else None
+        if settings is None:
+            name = "none" if embedder is None else (UNSET if instance is not None else embedder)
+            settings = Settings.resolve(
+                data_dir=data_dir, store=store, readonly=readonly, embedder=name, database_url=database_url,
+                origin=origin,
+            )
+        self.settings = settings
+        self._store: Store | None = None
+        self._embedder: Any = instance if instance is not None else UNSET
+        self._warned = False
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.settings)
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is UNSET:
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _writable(self, action: str) -> None:
+        if self.settings.readonly:
+            raise ReadOnlyError(action)
+
+    def _warn(self, message: str) -> None:
+        """One warning per process on stderr, never a traceback."""
+        if not self._warned:
+            self._warned = True
+            print(f"mnemon: warning: {message}", file=sys.stderr)
+
+    def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
+        """Vectors for texts, or None (with one warning) when the embedder is off or failing."""
+        emb = self.embedder
+        if emb is None or not texts:
+            return None
+        try:
+            return emb.embed_batch(list(texts), query=query)
+        except EmbedderError as e:
+            self._warn(f"embedding unavailable, using keyword and graph signals only ({e})")
+            return None
+
+    def cosines(self, vector: np.ndarray | None, *, floor: float = SEMANTIC_REVIEW) -> dict[str, float]:
+        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor."""
+        emb = self.embedder
+        if vector is None or emb is None:
+            return {}
+        ids, mat = self.store.vector_matrix(emb.name, int(vector.shape[0]))
+        if not ids:
+            return {}
+        cal = emb.calibration(mat @ vector.astype(np.float32))
+        keep = np.flatnonzero(cal >= floor)
+        return {ids[i]: float(cal[i]) for i in keep}
+
+    def _now(self) -> tuple[str, float]:
+        ts = time.time()
+        return iso(ts), ts
+
+    def _detail(self, content: str) -> str:
+        """Oplog detail for content: the content itself, except through MCP where it is only fingerprinted."""
+        if self.settings.origin == "mcp":
+            digest = hashlib.sha256(content.encode()).hexdigest()[:16]
+            return f"origin=mcp bytes={len(content.encode())} sha256={digest}"
+        return content
+
+    # ------------------------------------------------------------------ remember
+
+    def remember(
+        self,
+        content: str,
+        *,
+        category: str | Category = "general",
+        importance: int = 3,
+        tags: str | Sequence[str] | None = None,
+        entities: str | Sequence[str] | None = None,
+        entity_mode: str | EntityMode = "merge",
+        source: str = "user",
+        no_diff: bool = False,
+    ) -> RememberResult:
+        self._writable("remember")
+        inp = validate_remember(content, category, importance, tags, entities, entity_mode, source)
+        vecs = self.embed_texts([inp.content])
+        vector = vecs[0] if vecs is not None else None
+        store = self.store
+        new_id = str(uuid.uuid4())
+        now, ts = self._now()
+        cos = self.cosines(vector)
+        base_tokens = token_set(inp.content)
+        suggestion = "ADD"
+        if not no_diff:
+            existing = store.find_by_content(inp.content)
+            if existing is not None:
+                return self._skip(new_id, inp.content, existing, now)
+            suggestion, _ = diff.suggest(store, inp.content, base_tokens, cos)
+        with store.transaction():
+            if not no_diff:
+                # Checked again under the write lock: two agents remembering the same text at once.
+                existing = store.find_by_content(inp.content)
+                if existing is not None:
+                    return self._skip(new_id, inp.content, existing, now)
+            ents = resolve(store, inp.content, inp.entities, inp.entity_mode)
+            ins = Insight(
+                id=new_id, content=inp.content, category=inp.category, importance=inp.importance, tags=inp.tags,
+                entities=ents, source=inp.source, created_at=now, updated_at=now, stored_at=now,
+            )
+            tokens = tokens_of(ins.content, ins.tags, ents)
+            edges, ei = write_insight(
+                store, ins, tokens, vector, self.embedder.name if vector is not None and self.embedder else None,
+                cos, now=now, now_ts=ts,
+            )
+            pruned = lifecycle.auto_prune(
+                store, max_insights=self.settings.max_insights, min_age_s=self.settings.prune_min_age_s,
+                exclude=new_id, now=now, trigger=new_id,
+            )
+            store.log("remember", new_id, self._detail(inp.content), now)
+        return RememberResult(
+            id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
+            entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
+            edges_created=edges, semantic_candidates=candidates.semantic_candidates(store, ins, tokens, cos),
+            causal_candidates=candidates.causal_candidates(store, ins), embedded=vector is not None,
+            effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
+        )
+
+    def _skip(self, new_id: str, content: str, existing: str, now: str) -> RememberResult:
+        self.store.log("diff-skip", new_id, f"exact duplicate of {existing}", now)
+        return RememberResult(id=new_id, content=content, action="skipped", diff_suggestion="DUPLICATE",
+                              replaced_id=existing)
+
+    # ------------------------------------------------------------------ recall
+
+    def recall(
+        self,
+        query: str,
+        *,
+        limit: int = RECALL_LIMIT,
+        intent: str | None = None,
+        category: str | None = None,
+        source: str | None = None,
+        basic: bool = False,
+        verbose: bool = False,
+        brief: bool = False,
+        excerpt_chars: int = 240,
+    ) -> Any:
+        """Smart recall (spec 5.2): intent → RRF anchors → beam search → rerank (→ WHY causal order)."""
+        raise NotImplementedError("recall: being built in mnemon_core/recall/")
+
+    # ------------------------------------------------------------------ import / embed
+
+    def import_draft(self, draft: Any, *, dry_run: bool = False, no_diff: bool = False) -> Any:
+        """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft."""
+        raise NotImplementedError("import: being built in mnemon_core/draft.py")
+
+    def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> Any:
+        """Embed one insight, backfill (`all`), or report coverage (`status`)."""
+        raise NotImplementedError("embed: being built")
+
+    # ------------------------------------------------------------------ link / forget / show
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        *,
+        type: str | EdgeType = "semantic",
+        weight: float = LINK_WEIGHT,
+        metadata: dict[str, str] | str | None = None,
+        created_by: str | None = None,
+    ) -> LinkResult:
+        self._writable("link")
+        try:
+            etype = EdgeType(str(type).strip().lower())
+        except ValueError:
+            raise ValidationError(f'invalid edge type "{type}"; valid: {EDGE_TYPES}', field="type") from None
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+            raise ValidationError(f"weight must be between 0.0 and 1.0, got {weight:.2f}", field="weight")
+        meta = parse_metadata(metadata)
+        if source_id == target_id:
+            raise ValidationError(f"cannot link insight {source_id} to itself", field="target_id")
+        store = self.store
+        for label, id_ in (("source", source_id), ("target", target_id)):
+            if store.get_insight(id_) is None:
+                raise NotFoundError(f"{label} insight {id_} not found", id=id_)
+        meta["created_by"] = created_by or CREATED_BY.get(self.settings.origin, "agent")
+        now, _ = self._now()
+        from .models import Edge
+
+        pairs = [(source_id, target_id)]
+        if etype != EdgeType.supersedes:  # supersedes is directed new → old; the rest are written both ways
+            pairs.append((target_id, source_id))
+        with store.transaction():
+            for s, t in pairs:
+                store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=etype, weight=float(weight),
+                                       metadata=meta, created_at=now))
+            store.log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
+        return LinkResult(edge_type=etype, metadata=meta, source_id=source_id, target_id=target_id,
+                          weight=float(weight))
+
+    def forget(self, id: str) -> ForgetResult:
+        self._writable("forget")
+        store = self.store
+        if store.get_insight(id) is None:
+            raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
+        now, _ = self._now()
+        with store.transaction():
+            store.soft_delete([id], now)
+            store.log("forget", id, "", now)
+        return ForgetResult(id=id)
+
+    def show(self, id: str) -> Insight:
+        store = self.store
+        ins = store.get_insight(id)
+        if ins is None:
+            raise NotFoundError(f"insight {id} not found", id=id)
+        if not self.settings.readonly:
+            now, _ = self._now()
+            with store.transaction():
+                store.touch([id], now)
+                store.log("show", id, "full insight", now)
+            ins = store.get_insight(id) or ins
+        return ins
+
+    # ------------------------------------------------------------------ search / related
+
+    def search(self, query: str, *, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+        """Keyword search: share of the query's tokens each insight holds, ties by importance."""
+        check_limit(limit)
+        store = self.store
+        q = token_set(query)
+        n = len(q) or 1
+        top = rank_by_coverage(store.token_hits(q))[:limit]
+        rows = store.get_insights([h.id for h in top])
+        out = [
+            SearchHit(id=h.id, content=rows[h.id].content, category=rows[h.id].category,
+                      importance=rows[h.id].importance, tags=rows[h.id].tags, score=h.hits / n)
+            for h in top
+            if h.id in rows
+        ]
+        self._accessed([h.id for h in out], "search", f"q={query} hits={len(out)}")
+        return out
+
+    def _accessed(self, ids: list[str], op: str, detail: str) -> None:
+        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly)."""
+        if self.settings.readonly:
+            return
+        now, _ = self._now()
+        with self.store.transaction():
+            self.store.touch(ids, now)
+            self.store.log(op, None, detail, now)
+
+    def related(self, id: str, *, edge_type: str | None = None, depth: int = RELATED_DEPTH) -> list[RelatedHit]:
+        """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
+        check_limit(depth, "--depth")
+        etype = None
+        if edge_type:
+            try:
+                etype = EdgeType(edge_type.strip().lower())
+            except ValueError:
+                raise ValidationError(f'invalid edge type "{edge_type}"; valid: {EDGE_TYPES}',
+                                      field="edge_type") from None
+        store = self.store
+        if store.get_insight(id) is None:
+            raise NotFoundError(f"insight {id} not found", id=id)
+        seen = {id}
+        found: list[tuple[str, int, EdgeType]] = []
+        frontier = deque([(id, 0)])
+        while frontier:
+            node, d = frontier.popleft()
+            if d >= depth:
+                continue
+            for e in sorted(store.edges_of([node]), key=lambda e: (e.edge_type, e.source_id, e.target_id)):
+                if etype is not None and e.edge_type != etype:
+                    continue
+                other = e.target_id if e.source_id == node else e.source_id
+                if other in seen:
+                    continue
+                seen.add(other)
+                found.append((other, d + 1, e.edge_type))
+                frontier.append((other, d + 1))
+        rows = store.get_insights([f[0] for f in found])
+        return [
+            RelatedHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
+                       depth=d, via_edge_type=t)
+            for i, d, t in found
+            if i in rows
+        ]
+
+    # ------------------------------------------------------------------ status / log / gc
+
+    def status(self) -> StatusResult:
+        store = self.store
+        return StatusResult(
+            by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog_count=store.count_log(),
+            top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
+            total_insights=store.count_active(),
+        )
+
+    def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:
+        check_limit(limit)
+        return self.store.read_log(limit)
+
+    def gc(self, *, threshold: float = lifecycle.GC_THRESHOLD, limit: int = lifecycle.GC_LIMIT) -> GcResult:
+        """Suggest what to forget: non-immune insights with EI below the threshold, lowest first. Recomputes
+        and stores EI for every active insight."""
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:
+            raise ValidationError(f"--threshold must be non-negative, got {threshold}", field="threshold")
+        check_limit(limit)
+        store = self.store
+        now, ts = self._now()
+        rows = list(store.iter_active())
+        counts = store.edge_counts([r.id for r in rows])
+        ei = {r.id: lifecycle.effective_importance(r, counts[r.id], ts) for r in rows}
+        cands = sorted(
+            (r for r in rows if ei[r.id] < threshold and not lifecycle.is_immune(r)),
+            key=lambda r: (ei[r.id], r.created_at, r.id),
+        )
+        found = len(cands)
+        if not self.settings.readonly:
+            with store.transaction():
+                store.set_effective_importance(ei)
+                store.log("gc", None, f"threshold={threshold:.2f} found={found} total={len(rows)}", now)
+        out = [
+            GcCandidate(insight=r, effective_importance=round(ei[r.id], 4),
+                        days_since_access=round(days_since(lifecycle.last_access(r), ts), 2),
+                        edge_count=counts[r.id], immune=False)
+            for r in cands[:limit]
+        ]
+        return GcResult(candidates=out or None, candidates_found=found, max_insights=self.settings.max_insights,
+                        threshold=threshold, total_insights=len(rows))
+
+    def gc_keep(self, id: str) -> GcKeepResult:
+        """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""
+        self._writable("gc --keep")
+        store = self.store
+        ins = store.get_insight(id)
+        if ins is None:
+            raise NotFoundError(f"insight {id} not found", id=id)
+        now, ts = self._now()
+        with store.transaction():
+            store.touch([id], now, inc=lifecycle.GC_KEEP_BOOST)
+            ei = lifecycle.refresh_ei(store, [id], ts)[id]
+            store.log("gc_keep", id, self._detail(ins.content), now)
+        ins = store.get_insight(id) or ins
+        return GcKeepResult(content=ins.content, effective_importance=round(ei, 4), id=id,
+                            immune=lifecycle.is_immune(ins), new_access=ins.access_count)
+
+
+def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
+    if metadata is None or metadata == "":
+        return {}
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except json.JSONDecodeError as e:
+            raise ValidationError(f"invalid metadata JSON: {e}", field="metadata") from None
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise ValidationError("invalid metadata JSON: must be an object of string values", field="metadata")
+    return {str(k): v for k, v in metadata.items()}
+
+
+class AsyncMemory:
+    """`Memory` with coroutine methods. Each call runs the same code in a worker thread, one at a time, so
+    the event loop never waits on SQLite or the embedder."""
+
+    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
+        self.sync = memory if memory is not None else Memory(*args, **kwargs)
+        self._lock = asyncio.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.sync, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+
+        @functools.wraps(attr)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            async with self._lock:
+                return await asyncio.to_thread(attr, *args, **kwargs)
+
+        return call
+
+    async def close(self) -> None:
+        self.sync.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.sync.close()

@@ -1,0 +1,53 @@
+"""The write transaction's body (spec 5.1 step three), shared by `remember` and `import`: insert, vector, the
+four graph builders, persisted entities, EI. The caller owns the transaction, auto-prune and the oplog."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..entities import resolve_entities
+from ..lifecycle import refresh_ei
+from ..models import EdgesCreated, EntityMode, Insight
+from ..store import Store
+from .causal import create_causal_edges
+from .entity_edges import create_entity_edges
+from .semantic import create_semantic_edges
+from .temporal import create_temporal_edges
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+def resolve(store: Store, content: str, provided: list[str], mode: EntityMode) -> list[str]:
+    """Entities of a new insight. The known-entity path asks the store only about this text's words."""
+    known: set[str] = set()
+    if mode != EntityMode.provided:
+        known = set(store.known_entities(_ASCII_WORD.findall(content)))
+    return resolve_entities(content, provided, mode, known)
+
+
+def write_insight(
+    store: Store,
+    ins: Insight,
+    tokens: frozenset[str],
+    vector: np.ndarray | None,
+    vector_model: str | None,
+    cosines: dict[str, float] | None,
+    *,
+    temporal: bool = True,
+    now: str,
+    now_ts: float | None = None,
+) -> tuple[EdgesCreated, float]:
+    """Insert one insight with its edges; returns the edges created and its effective importance."""
+    store.insert_insight(ins, tokens)
+    if vector is not None and vector_model:
+        store.set_vector(ins.id, vector, vector_model)
+    created = EdgesCreated(
+        temporal=create_temporal_edges(store, ins, now) if temporal else 0,
+        entity=create_entity_edges(store, ins, now),
+        causal=create_causal_edges(store, ins, tokens, now),
+        semantic=create_semantic_edges(store, ins, cosines or {}, now),
+    )
+    ei = refresh_ei(store, [ins.id], now_ts).get(ins.id, 0.0)
+    return created, ei
