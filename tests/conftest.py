@@ -1,0 +1,67 @@
+"""Every test owns its data dir: MNEMON_* variables are cleared and MNEMON_DATA_DIR points at tmp_path.
+The embedder defaults to `none` here; tests of the local model ask for it explicitly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for key in list(os.environ):
+        if key.startswith("MNEMON_"):
+            monkeypatch.delenv(key)
+    data = tmp_path / "mnemon-data"
+    monkeypatch.setenv("MNEMON_DATA_DIR", str(data))
+    monkeypatch.setenv("MNEMON_EMBEDDER", "none")
+    return data
+
+
+@pytest.fixture
+def data_dir(_isolated_env: Path) -> Path:
+    return _isolated_env
+
+
+@pytest.fixture
+def mem(data_dir: Path):
+    from mnemon_core import Memory
+
+    m = Memory()
+    yield m
+    m.close()
+
+
+class CLIResult:
+    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> CLIResult:
+    """Run the real `mnemon` entry point in a fresh process (as an agent would)."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mnemon_core", *args], capture_output=True, text=True, env=full_env, input=input,
+        timeout=120,
+    )
+    return CLIResult(proc)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
