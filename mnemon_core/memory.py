@@ -94,6 +94,7 @@ class Memory:
         self._store: Store | None = None
         self._embedder: Any = instance if instance is not None else UNSET
         self._warned = False
+        self._healthy: bool | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -134,6 +135,12 @@ class Memory:
         """Vectors for texts, or None (with one warning) when the embedder is off or failing."""
         emb = self.embedder
         if emb is None or not texts:
+            return None
+        if self._healthy is None:  # one health probe per Memory (2 s for remote providers)
+            self._healthy = emb.available()
+            if not self._healthy:
+                self._warn(f"embedder {emb.name} unavailable, using keyword and graph signals only")
+        if not self._healthy:
             return None
         try:
             return emb.embed_batch(list(texts), query=query)
@@ -248,8 +255,12 @@ class Memory:
     # ------------------------------------------------------------------ import / embed
 
     def import_draft(self, draft: Any, *, dry_run: bool = False, no_diff: bool = False) -> Any:
-        """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft."""
-        raise NotImplementedError("import: being built in mnemon_core/draft.py")
+        """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft. Returns an
+        `ImportResult`, or with `dry_run` the text `Dry run: N insights, M explicit edges — validation passed.`
+        The whole draft is validated before anything is written (`ValidationError` names index and field)."""
+        from .draft import import_draft
+
+        return import_draft(self, draft, dry_run=dry_run, no_diff=no_diff)
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> Any:
         """Embed one insight, backfill (`all`), or report coverage (`status`)."""
