@@ -175,6 +175,13 @@ def _viz(a: argparse.Namespace) -> None:
         print(f"written to {a.output}", file=sys.stderr)
 
 
+@command("mcp")
+def _mcp(a: argparse.Namespace) -> None:
+    from .mcp import serve  # the MCP SDK loads only here: start-up time of every other command
+
+    serve(memory(a, origin="mcp"))
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -273,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("viz", "Draw the graph as DOT or a self-contained HTML page")
     s.add_argument("--format", default="dot", help="dot|html")
     s.add_argument("-o", "--output", default="-")
+
+    s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon[mcp])")
+    msub = s.add_subparsers(dest="mcp_command", metavar="<subcommand>", required=True)
+    msub.add_parser("serve", help="serve the memory tools over stdio", description="Serve the memory tools "
+                    "over stdio; --store, --data-dir and --readonly pick the store at start-up.", parents=[glob])
 
     return p
 

@@ -1,0 +1,489 @@
+"""`mnemon mcp serve`: the `Memory` calls as Model Context Protocol tools over stdio (reference §8.3).
+
+A thin face. Each tool checks its arguments against a pydantic model (the input schema it advertises), makes
+one `Memory` call and returns that call's CLI JSON as one text block. List results (`recall`, `search`,
+`related`) come as `{"results": [...], ...}` with each content cut to 600 characters unless `full` is true
+(`truncated: true` on a cut item, a `truncation_hint` beside the results). A failure is a tool result with
+`isError` and one line of text: the engine's own message for what the engine checks, a message in the same
+style for the limits that only this face has. The server keeps serving after any error.
+
+Which limit is enforced where: the schema advertises every limit, but a limit the engine already checks
+(category, importance, tag and entity sizes, edge type, weight, intent) is left to the engine, so the caller
+gets the engine's message; limits that exist only here (query ≤2000 chars, ids ≤256, limit 1–100, depth
+1–10, link metadata sizes) are enforced by the models below.
+
+The SDK (`pip install 'mnemon[mcp]'`) is imported only when the server starts; both of its major versions
+work (1.x registers handlers with decorators, 2.x passes them to the constructor). Everything above
+`serve()` runs without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from . import __version__
+from .errors import MissingExtraError, MnemonError, ReadOnlyError
+from .memory import LINK_WEIGHT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT, AsyncMemory, Memory
+from .models import Category, EdgeType, EntityMode, Intent
+from .write.constants import (
+    MAX_CONTENT_BYTES,
+    MAX_ENTITIES,
+    MAX_ENTITY_BYTES,
+    MAX_SOURCE_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+)
+
+# The MCP face's own limits (reference §8.3).
+CONTENT_CHARS = 600
+MAX_QUERY_CHARS = 2000
+MAX_ID_CHARS = 256
+MAX_RESULTS = 100
+MAX_DEPTH = 10
+RELATED_LIMIT = 20
+MAX_METADATA = 20
+MAX_METADATA_KEY = 100
+MAX_METADATA_VALUE = 1000
+IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
+
+SERVER_NAME = "mnemon"
+INSTRUCTIONS = (
+    "Mnemon is durable graph memory shared across sessions. Use recall before answering from memory and "
+    "remember for facts, decisions and preferences worth keeping. Recall, search and related cut each "
+    f"content to {CONTENT_CHARS} characters; pass full=true (or call show with the id) only when the "
+    "complete text is needed."
+)
+TRUNCATION_HINT = (
+    f"Some content was cut to {CONTENT_CHARS} characters (truncated: true). Call the same tool with "
+    "full=true, or show with the id, for the complete text."
+)
+
+
+# ---------------------------------------------------------------- input models (the advertised schemas)
+
+
+def _values(enum: Any) -> list[str]:
+    return [e.value for e in enum]
+
+
+def _advertise(**schema: Any) -> dict[str, Any]:
+    """Schema keywords the engine enforces itself: shown to the host, not checked here."""
+    return {"json_schema_extra": schema}
+
+
+Query = Annotated[
+    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description=f"at most {MAX_QUERY_CHARS} characters")
+]
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, description="an insight id")]
+Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"maximum results, 1-{MAX_RESULTS}")]
+Full = Annotated[
+    bool, Field(description=f"return complete content instead of the {CONTENT_CHARS}-character projection")
+]
+MetaKey = Annotated[str, StringConstraints(max_length=MAX_METADATA_KEY)]
+MetaValue = Annotated[str, StringConstraints(max_length=MAX_METADATA_VALUE)]
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RememberArgs(Args):
+    content: str = Field(
+        description=f"the insight, at most {MAX_CONTENT_BYTES} bytes",
+        **_advertise(minLength=1, maxLength=MAX_CONTENT_BYTES),
+    )
+    category: str = Field("general", description="kind of insight", **_advertise(enum=_values(Category)))
+    importance: int = Field(
+        3, description="1 (trivia) to 5 (critical)", **_advertise(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX)
+    )
+    tags: list[str] = Field(
+        default_factory=list,
+        description=f"up to {MAX_TAGS} tags, each at most {MAX_TAG_BYTES} bytes",
+        **_advertise(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
+    )
+    entities: list[str] = Field(
+        default_factory=list,
+        description=f"up to {MAX_ENTITIES} explicit entities, each at most {MAX_ENTITY_BYTES} bytes",
+        **_advertise(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
+    )
+    entity_mode: str = Field(
+        "merge",
+        description="merge (given + extracted), provided (given only) or auto (extracted only)",
+        **_advertise(enum=_values(EntityMode)),
+    )
+    source: str = Field(
+        "user", description=f"who provided it, at most {MAX_SOURCE_BYTES} bytes",
+        **_advertise(maxLength=MAX_SOURCE_BYTES),
+    )
+    no_diff: bool = Field(False, description="store even an exact duplicate")
+
+
+class RecallArgs(Args):
+    query: Query
+    limit: Limit = RECALL_LIMIT
+    category: str | None = Field(None, description="only this category", **_advertise(enum=_values(Category)))
+    source: str | None = Field(None, max_length=MAX_SOURCE_BYTES, description="only this source")
+    intent: str | None = Field(
+        None, description="override the detected intent", **_advertise(enum=_values(Intent))
+    )
+    basic: bool = Field(False, description="plain substring match instead of intent-aware graph recall")
+    full: Full = False
+
+
+class SearchArgs(Args):
+    query: Query
+    limit: Limit = SEARCH_LIMIT
+    full: Full = False
+
+
+class RelatedArgs(Args):
+    id: Id
+    edge_type: str | None = Field(None, description="follow only this edge type", **_advertise(enum=_values(EdgeType)))
+    depth: int = Field(RELATED_DEPTH, ge=1, le=MAX_DEPTH, description="hops to follow")
+    limit: Limit = RELATED_LIMIT
+    full: Full = False
+
+
+class LinkArgs(Args):
+    source_id: Id
+    target_id: Id
+    edge_type: str = Field(
+        "semantic",
+        description="supersedes is directed (new → old); the other types are written both ways",
+        **_advertise(enum=_values(EdgeType)),
+    )
+    weight: float = Field(LINK_WEIGHT, description="0.0 to 1.0", **_advertise(minimum=0.0, maximum=1.0))
+    metadata: dict[MetaKey, MetaValue] = Field(
+        default_factory=dict,
+        max_length=MAX_METADATA,
+        description=(
+            f"up to {MAX_METADATA} string entries (keys ≤{MAX_METADATA_KEY}, values ≤{MAX_METADATA_VALUE} "
+            "characters), e.g. sub_type (causes, enables, prevents) or reason; created_by is set to mcp"
+        ),
+    )
+
+
+class IdArgs(Args):
+    id: Id
+
+
+class NoArgs(Args):
+    pass
+
+
+def input_schema(model: type[Args]) -> dict[str, Any]:
+    """The model's JSON schema, tidied for hosts: no titles, and an optional field shows its plain type
+    (`anyOf [T, null]` → T; leaving it out is how a caller says "none")."""
+    return _tidy(model.model_json_schema())
+
+
+def _tidy(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_tidy(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _tidy(v) for k, v in node.items() if k != "title"}
+    if "properties" in node:  # property names are data here, not schema keywords
+        out["properties"] = {k: _tidy(v) for k, v in node["properties"].items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        out.pop("anyOf")
+        out = {**next(o for o in options if o != {"type": "null"}), **out}
+        if out.get("default", ...) is None:
+            out.pop("default")
+    return out
+
+
+# ---------------------------------------------------------------- errors in the engine's style
+
+
+def describe(error: pydantic.ValidationError, model: type[Args]) -> str:
+    """One line for all of a call's bad arguments, phrased like the engine's messages."""
+    return "; ".join(_describe_one(e, model) for e in error.errors(include_url=False))
+
+
+def _describe_one(e: Any, model: type[Args]) -> str:
+    loc, kind, value, ctx = e["loc"], e["type"], e.get("input"), e.get("ctx") or {}
+    name = _where(loc)
+    if kind == "missing":
+        return f"{name} is required"
+    if kind == "extra_forbidden":
+        return f'unknown argument "{name}"'
+    if kind in ("greater_than_equal", "less_than_equal") and len(loc) == 1:
+        lo, hi = _bounds(model, str(loc[0]))
+        if lo is not None and hi is not None:
+            return f"{name} must be between {lo} and {hi}, got {value}"
+    if kind == "string_too_short":
+        return f"{name} must not be empty"
+    if kind == "string_too_long":
+        return f"{name} too long ({len(value)} chars, max {ctx.get('max_length')})"
+    if kind == "too_long":
+        return f"too many {name} entries ({ctx.get('actual_length')}, max {ctx.get('max_length')})"
+    return f"{name}: {e['msg']}"
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    if not loc:
+        return "arguments"
+    if len(loc) == 3 and loc[-1] == "[key]":
+        return f"{loc[0]} key {json.dumps(str(loc[1])[:50], ensure_ascii=False)}"
+    head, rest = str(loc[0]), loc[1:]
+    return head + "".join(f"[{json.dumps(p, ensure_ascii=False)}]" for p in rest)
+
+
+def _bounds(model: type[Args], name: str) -> tuple[Any, Any]:
+    info = model.model_fields.get(name)
+    lo = hi = None
+    for m in info.metadata if info else ():
+        lo = getattr(m, "ge", lo)
+        hi = getattr(m, "le", hi)
+    return lo, hi
+
+
+# ---------------------------------------------------------------- results
+
+
+def plain(value: Any) -> Any:
+    """A result model (or a list of them) as the CLI prints it."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def cut(content: str, full: bool) -> tuple[str, bool]:
+    """At most CONTENT_CHARS characters, the last one an ellipsis, unless `full`."""
+    if full or len(content) <= CONTENT_CHARS:
+        return content, False
+    return content[: CONTENT_CHARS - 1].strip() + "…", True
+
+
+def project(value: Any, full: bool) -> dict[str, Any]:
+    """`{"results": [...], <other keys of the CLI result>}` with contents cut; a bare list becomes results."""
+    data = plain(value)
+    data = dict(data) if isinstance(data, dict) else {"results": data}
+    items, any_cut = [], False
+    for item in data.get("results") or []:
+        if isinstance(item, dict) and isinstance(item.get("content"), str):
+            item = dict(item)
+            item["content"], was_cut = cut(item["content"], full)
+            if was_cut:
+                item["truncated"] = any_cut = True
+        items.append(item)
+    data["results"] = items
+    if any_cut:
+        data["truncation_hint"] = TRUNCATION_HINT
+    return data
+
+
+def to_text(data: Any) -> str:
+    """Pretty JSON, exactly as the CLI prints it."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- the tools
+
+Run = Callable[[AsyncMemory, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    args: type[Args]
+    run: Run
+    write: bool = False
+    hints: dict[str, bool] = field(default_factory=dict)  # MCP tool annotations (readOnlyHint, …)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return input_schema(self.args)
+
+
+async def _remember(m: AsyncMemory, a: RememberArgs) -> Any:
+    return await m.remember(
+        a.content, category=a.category, importance=a.importance, tags=a.tags, entities=a.entities,
+        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff,
+    )
+
+
+async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
+    r = await m.recall(a.query, limit=a.limit, intent=a.intent, category=a.category, source=a.source, basic=a.basic)
+    return project(r, a.full)
+
+
+async def _search(m: AsyncMemory, a: SearchArgs) -> Any:
+    return project(await m.search(a.query, limit=a.limit), a.full)
+
+
+async def _related(m: AsyncMemory, a: RelatedArgs) -> Any:
+    hits = await m.related(a.id, edge_type=a.edge_type, depth=a.depth)
+    return project(hits[: a.limit], a.full)
+
+
+async def _link(m: AsyncMemory, a: LinkArgs) -> Any:
+    return await m.link(a.source_id, a.target_id, type=a.edge_type, weight=a.weight, metadata=a.metadata)
+
+
+async def _show(m: AsyncMemory, a: IdArgs) -> Any:
+    return await m.show(a.id)
+
+
+async def _forget(m: AsyncMemory, a: IdArgs) -> Any:
+    return await m.forget(a.id)
+
+
+async def _status(m: AsyncMemory, a: NoArgs) -> Any:
+    return await m.status()
+
+
+READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+# search, recall and show count an access and write an oplog row, so they are not read-only in MCP's sense.
+ACCESS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("remember", "Store one durable insight and build its temporal, entity, causal and semantic edges. "
+             "An exact duplicate of an active insight is skipped. Returns the new id, the edges created and "
+             "candidates worth linking.", RememberArgs, _remember, write=True,
+             hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
+                    "openWorldHint": False}),
+    ToolSpec("recall", "Intent-aware graph recall (WHY / WHEN / ENTITY / GENERAL): keyword, entity, similarity "
+             "and graph signals; or basic=true for a plain substring match. Records an access on each result.",
+             RecallArgs, _recall, hints=ACCESS),
+    ToolSpec("search", "Keyword search: the share of the query's tokens each insight holds. Records an access on "
+             "each result.", SearchArgs, _search, hints=ACCESS),
+    ToolSpec("related", "Insights connected to one insight, breadth-first over typed edges up to depth hops.",
+             RelatedArgs, _related, hints=READ),
+    ToolSpec("link", "Create or replace a typed edge between two insights (both directions, except supersedes "
+             "which points from the new insight to the old one).", LinkArgs, _link, write=True,
+             hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                    "openWorldHint": False}),
+    ToolSpec("show", "One insight with its complete content.", IdArgs, _show, hints=ACCESS),
+    ToolSpec("forget", "Soft-delete an insight and drop its edges.", IdArgs, _forget, write=True,
+             hints={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
+                    "openWorldHint": False}),
+    ToolSpec("status", "Counts for the selected store: insights by category, edges, top entities, size.",
+             NoArgs, _status, hints=READ),
+)
+
+
+class Face:
+    """The tools over one `Memory`, without the SDK: `tools()` to list, `call()` to run one."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.async_memory = AsyncMemory(memory=memory)
+        self.readonly = memory.settings.readonly
+        self.by_name = {t.name: t for t in TOOLS}
+
+    def tools(self) -> list[ToolSpec]:
+        """With --readonly the write tools are not offered."""
+        return [t for t in TOOLS if not (self.readonly and t.write)]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[bool, str]:
+        """(is_error, text). Never raises for anything a caller or the engine can cause."""
+        spec = self.by_name.get(name)
+        if spec is None:
+            return True, f'unknown tool "{name}"; available: {", ".join(t.name for t in self.tools())}'
+        if self.readonly and spec.write:
+            return True, str(ReadOnlyError(name))
+        try:
+            args = spec.args.model_validate(arguments or {})
+        except pydantic.ValidationError as e:
+            return True, describe(e, spec.args)
+        try:
+            return False, to_text(plain(await spec.run(self.async_memory, args)))
+        except MnemonError as e:
+            return True, str(e)
+        except Exception as e:  # a bug: keep serving, keep the traceback on stderr
+            traceback.print_exc(file=sys.stderr)
+            return True, f"internal error in {name}: {type(e).__name__}: {e}"
+
+
+# ---------------------------------------------------------------- the SDK
+
+
+def serve(memory: Memory) -> None:
+    """Serve `memory` over stdio until the host closes the connection."""
+    try:
+        import anyio
+        import mcp.types as types
+        from mcp.server.lowlevel import Server
+        from mcp.server.stdio import stdio_server
+    except ImportError:
+        raise MissingExtraError("mcp", "mcp") from None
+    _ = memory.store  # open it now: a bad --store or a missing --readonly database fails at start-up
+    face = Face(memory)
+    server = build_server(face, Server, types)
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            # The wire is stdout; anything else printed goes to stderr (the 2.x SDK also diverts fd 1).
+            with contextlib.redirect_stdout(sys.stderr):
+                await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        memory.close()
+
+
+def build_server(face: Face, Server: Any, types: Any) -> Any:
+    """A low-level SDK server for `face`. Low-level, so the tool list, the schemas and the error texts are
+    exactly ours (the high-level server prefixes errors and re-validates with its own messages)."""
+    tools = [
+        types.Tool.model_validate({
+            "name": t.name, "description": t.description, "inputSchema": t.schema, "annotations": t.hints,
+        })
+        for t in face.tools()
+    ]
+
+    def text(body: str) -> Any:
+        return types.TextContent(type="text", text=body)
+
+    if "on_call_tool" in inspect.signature(Server.__init__).parameters:  # mcp 2.x
+
+        async def on_list_tools(ctx: Any, params: Any) -> Any:
+            return types.ListToolsResult(tools=tools)
+
+        async def on_call_tool(ctx: Any, params: Any) -> Any:
+            is_error, body = await face.call(params.name, params.arguments)
+            return types.CallToolResult.model_validate({"content": [text(body)], "isError": is_error})
+
+        return Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS,
+                      on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+    server = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)  # mcp 1.x
+
+    @server.list_tools()
+    async def list_tools() -> list[Any]:
+        return tools
+
+    # Our models validate; the SDK's jsonschema check (1.10+) would answer first, in its own words.
+    options = {"validate_input": False} if "validate_input" in inspect.signature(server.call_tool).parameters else {}
+
+    @server.call_tool(**options)
+    async def call_tool(name: str, arguments: dict[str, Any] | None) -> list[Any]:
+        is_error, body = await face.call(name, arguments)
+        if is_error:
+            raise ToolFailure(body)  # 1.x turns a raised error into isError with exactly this text
+        return [text(body)]
+
+    return server
+
+
+class ToolFailure(Exception):
+    """Carries a tool error's text through the 1.x SDK, which reports it as `isError` with `str(err)`."""
