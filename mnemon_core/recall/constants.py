@@ -1,0 +1,58 @@
+"""The read pipeline's constants, named as spec §5.2, spec 004 §4.5 and reference §4 / Appendix B name them."""
+
+from __future__ import annotations
+
+from ..models import EdgeType, Intent
+
+# Step 2: anchors (reference §4.3)
+ANCHOR_TOP_K = 20  # per signal
+RRF_K = 60  # rank r (0-based) contributes 1 / (RRF_K + r + 1)
+VECTOR_MIN_COS = 0.1  # a vector anchor needs calibrated cosine > this
+
+# Step 3: beam search (reference §4.4): neighbour = current + λ1·φ(type)·weight + λ2·max(0, cos)
+LAMBDA1 = 1.0
+LAMBDA2 = 0.4
+
+# φ per intent (spec 004 §4.5, reference §4.2); `supersedes` has no entry ⇒ 0.
+EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
+    Intent.WHY: {EdgeType.causal: 0.70, EdgeType.temporal: 0.20, EdgeType.entity: 0.05, EdgeType.semantic: 0.05},
+    Intent.WHEN: {EdgeType.causal: 0.15, EdgeType.temporal: 0.65, EdgeType.entity: 0.10, EdgeType.semantic: 0.10},
+    Intent.ENTITY: {EdgeType.causal: 0.10, EdgeType.temporal: 0.05, EdgeType.entity: 0.55, EdgeType.semantic: 0.30},
+    Intent.GENERAL: {
+        EdgeType.causal: 0.25, EdgeType.temporal: 0.25, EdgeType.entity: 0.25, EdgeType.semantic: 0.25,
+    },
+}
+
+# (beam width, max depth, max visited) per intent (spec §5.2 Step 3).
+TRAVERSAL: dict[Intent, tuple[int, int, int]] = {
+    Intent.WHY: (15, 5, 500),
+    Intent.WHEN: (10, 5, 400),
+    Intent.ENTITY: (10, 4, 400),
+    Intent.GENERAL: (10, 4, 500),
+}
+
+# Step 4: rerank weights (keyword, entity, similarity, graph) per intent (spec §5.2 Step 4); without
+# vectors the similarity weight drops out and the others are renormalised to sum to 1.
+RERANK_WEIGHTS: dict[Intent, tuple[float, float, float, float]] = {
+    Intent.WHY: (0.10, 0.10, 0.30, 0.50),
+    Intent.WHEN: (0.15, 0.15, 0.30, 0.40),
+    Intent.ENTITY: (0.20, 0.40, 0.20, 0.20),
+    Intent.GENERAL: (0.25, 0.25, 0.25, 0.25),
+}
+SUPERSEDED_FACTOR = 0.25  # [L] score × this for any target of a `supersedes` edge
+
+# Output (reference §4.5)
+CONFIDENCE_LOW = 0.25  # rounded score < this → "low"
+CONFIDENCE_HIGH = 0.6  # rounded score < this → "medium", else "high"
+SCORE_DECIMALS = 3
+EXCERPT_CHARS = 240  # [L] --brief
+SPARSE_HINT = "sparse_results"
+DETAIL_COMMAND = "mnemon show <id>"
+RECALL_LIMIT = 10
+
+# Anchor labels (`via` of an anchor); a node reached by the beam is labelled with the edge type instead.
+VIA_KEYWORD = "keyword"
+VIA_VECTOR = "vector"
+VIA_TIME = "time"
+VIA_ENTITY = "entity"
+VIA_HYBRID = "hybrid"
