@@ -1,0 +1,107 @@
+"""Recall output shapes (reference §1.2, §4.5): compact (default), `--verbose`, `--brief`, and the hint.
+
+Compact and brief round the score half away from zero to 3 decimals and take the confidence label from the
+*rounded* score (< 0.25 low, < 0.6 medium, else high). Brief replaces the content with a whitespace-collapsed
+excerpt of at most `--excerpt-chars` characters (ending in "…" when cut).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from ..models import Insight, Intent
+from .constants import CONFIDENCE_HIGH, CONFIDENCE_LOW, DETAIL_COMMAND, SCORE_DECIMALS, SPARSE_HINT
+from .rerank import Scored
+from .results import (
+    BriefHit,
+    BriefRecallResult,
+    RecallHit,
+    RecallMeta,
+    RecallResult,
+    Signals,
+    VerboseHit,
+    VerboseRecallResult,
+)
+
+__all__ = ["brief", "brief_basic", "compact", "confidence", "excerpt", "hint", "round_score", "verbose"]
+
+
+def round_score(score: float, decimals: int = SCORE_DECIMALS) -> float:
+    """Half away from zero on score × 10^decimals, as Go's math.Round does (0.0005 → 0.001)."""
+    scale = 10**decimals
+    scaled = score * scale
+    return math.copysign(math.floor(abs(scaled) + 0.5), scaled) / scale
+
+
+def confidence(rounded: float) -> str:
+    if rounded < CONFIDENCE_LOW:
+        return "low"
+    if rounded < CONFIDENCE_HIGH:
+        return "medium"
+    return "high"
+
+
+def hint(n_results: int, limit: int) -> str:
+    """"sparse_results" when nothing came back or fewer than limit/2 (integer division)."""
+    return SPARSE_HINT if n_results == 0 or n_results < limit // 2 else ""
+
+
+def excerpt(content: str, max_chars: int) -> str:
+    """Whitespace collapsed; longer than `max_chars` → the first max_chars-1 characters (trimmed) and "…"."""
+    text = " ".join(content.split())
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 1].strip() + "…"
+
+
+def compact(
+    results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta
+) -> RecallResult:
+    hits = []
+    for r in results:
+        ins = insights[r.id]
+        score = round_score(r.score)
+        hits.append(
+            RecallHit(
+                id=r.id, content=ins.content, category=ins.category, importance=ins.importance, intent=intent,
+                matched_via=r.via, confidence=confidence(score), score=score, superseded=r.superseded,
+            )
+        )
+    return RecallResult(results=hits, hint=meta.hint, meta=meta)
+
+
+def verbose(
+    results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta
+) -> VerboseRecallResult:
+    hits = [
+        VerboseHit(
+            insight=insights[r.id], score=r.score, intent=intent, via=r.via,
+            signals=Signals(keyword=r.keyword, entity=r.entity, similarity=r.similarity, graph=r.graph),
+            superseded=r.superseded,
+        )
+        for r in results
+    ]
+    return VerboseRecallResult(results=hits, meta=meta)
+
+
+def brief(
+    results: Sequence[Scored], insights: Mapping[str, Insight], meta: RecallMeta, max_chars: int
+) -> BriefRecallResult:
+    hits = []
+    for r in results:
+        ins = insights[r.id]
+        score = round_score(r.score)
+        hits.append(
+            BriefHit(id=r.id, excerpt=excerpt(ins.content, max_chars), category=ins.category, score=score,
+                     confidence=confidence(score), superseded=r.superseded)
+        )
+    return BriefRecallResult(
+        results=hits, hint=meta.hint, detail_command=DETAIL_COMMAND if hits else "", meta=meta
+    )
+
+
+def brief_basic(insights: Sequence[Insight], max_chars: int) -> BriefRecallResult:
+    """`--basic --brief`: excerpts of the LIKE matches, no score, no hint."""
+    hits = [BriefHit(id=i.id, excerpt=excerpt(i.content, max_chars), category=i.category) for i in insights]
+    return BriefRecallResult(results=hits, detail_command=DETAIL_COMMAND if hits else "")

@@ -1,0 +1,112 @@
+"""Recall steps 4 and 5: multi-factor rerank (spec §5.2 Step 4, reference §4.5) and the WHY causal order (Step 5).
+
+Every node the beam reached is scored
+
+    final = w_kw·keyword + w_ent·entity + w_sim·similarity + w_gr·graph
+
+with the intent's weights (renormalised over keyword, entity and graph when there are no vectors), where
+keyword = share of the query's tokens the insight holds, entity = share of the query's entities it names,
+similarity = calibrated cosine when > 0, graph = min–max normalised traversal score over all candidates (all 0
+when they are equal). A target of a `supersedes` edge is multiplied by 0.25 and marked. Results are sorted by
+score, then importance, newer, id — so the same store and query always give the same list.
+
+For WHY, the cut list is re-ordered with Kahn's algorithm over the causal edges among the results: causes
+before effects, ready nodes taken best-ranked first, nodes caught in a cycle appended in rank order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from .constants import SUPERSEDED_FACTOR
+
+__all__ = ["Scored", "graph_scores", "rank", "rerank", "why_order"]
+
+
+class Scored(NamedTuple):
+    id: str
+    score: float
+    via: str
+    keyword: float
+    entity: float
+    similarity: float
+    graph: float
+    superseded: bool
+
+
+def graph_scores(raw: Mapping[str, float]) -> dict[str, float]:
+    """Min–max normalisation of traversal scores; all 0 when they are all equal."""
+    if not raw:
+        return {}
+    lo, hi = min(raw.values()), max(raw.values())
+    span = hi - lo
+    if span <= 0:
+        return dict.fromkeys(raw, 0.0)
+    return {id_: (v - lo) / span for id_, v in raw.items()}
+
+
+def rerank(
+    traversal: Mapping[str, float],
+    via: Mapping[str, str],
+    *,
+    weights: tuple[float, float, float, float],
+    keyword: Mapping[str, float],
+    entity: Mapping[str, float],
+    similarity: Callable[[str], float] | None = None,
+    superseded: Collection[str] = (),
+    superseded_factor: float = SUPERSEDED_FACTOR,
+) -> list[Scored]:
+    """Score every candidate (unsorted). `similarity(id)` is the calibrated cosine (None: no vectors)."""
+    w_kw, w_ent, w_sim, w_gr = weights
+    graph = graph_scores(traversal)
+    out: list[Scored] = []
+    for id_, g in graph.items():
+        kw = keyword.get(id_, 0.0)
+        ent = entity.get(id_, 0.0)
+        sim = 0.0
+        if similarity is not None:
+            sim = max(0.0, similarity(id_))
+        score = w_kw * kw + w_ent * ent + w_sim * sim + w_gr * g
+        sup = id_ in superseded
+        if sup:
+            score *= superseded_factor
+        out.append(Scored(id_, score, via.get(id_, ""), kw, ent, sim, g, sup))
+    return out
+
+
+def rank(scored: Iterable[Scored], meta: Mapping[str, tuple[int, str]], limit: int | None = None) -> list[Scored]:
+    """Best first: score, then importance, newer created_at, id. `meta`: id → (importance, created_at)."""
+    rows = sorted(scored, key=lambda s: s.id)
+    rows.sort(key=lambda s: meta[s.id][1] if s.id in meta else "", reverse=True)
+    rows.sort(key=lambda s: (-s.score, -(meta[s.id][0] if s.id in meta else 0)))
+    return rows if limit is None else rows[:limit]
+
+
+def why_order(results: Sequence[Scored], causal: Iterable[tuple[str, str]]) -> list[Scored]:
+    """Kahn's topological sort over causal edges (source causes target) among `results`, which come ranked.
+
+    Ready nodes are taken in rank order; whatever a cycle keeps back is appended in rank order.
+    """
+    pos = {r.id: i for i, r in enumerate(results)}
+    out_edges: dict[int, list[int]] = {}
+    indegree = [0] * len(results)
+    for src, dst in set(causal):
+        if src in pos and dst in pos and src != dst:
+            out_edges.setdefault(pos[src], []).append(pos[dst])
+            indegree[pos[dst]] += 1
+    ready = [i for i, d in enumerate(indegree) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in out_edges.get(i, ()):
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(results):
+        taken = set(order)
+        order.extend(i for i in range(len(results)) if i not in taken)
+    return [results[i] for i in order]
