@@ -6,7 +6,7 @@ Rows come back as models (`Insight`, `Edge`, `OplogEntry`) or as plain tuples wh
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -96,6 +96,22 @@ class Store(Protocol):
     def count_edges(self) -> int: ...
     def iter_edges(self) -> Iterator[Edge]: ...
     def supersede_targets(self, ids: Sequence[str]) -> set[str]: ...
+
+    # -- recall (plain tuples: the beam search touches thousands of rows per query)
+    def graph_version(self) -> Hashable:
+        """A token that changes whenever insights or edges change (this or another process); readers key
+        their caches of `insight_meta` / `adjacency` / `superseded_ids` on it."""
+        ...
+    def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
+        """Active insights among ids → (importance, created_at, category, source)."""
+        ...
+    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
+        """(id, other end, edge type, weight) of every edge touching one of ids, both directions, whose other
+        end is an active insight."""
+        ...
+    def superseded_ids(self) -> set[str]:
+        """Every active insight that is the target of a `supersedes` edge."""
+        ...
 
     # -- oplog
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None: ...

@@ -220,6 +220,7 @@ class SQLiteStore:
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
+        self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         try:
             if readonly:
                 if not self.path.exists():
@@ -263,6 +264,7 @@ class SQLiteStore:
                 yield
             except BaseException:
                 self._depth -= 1
+                self._graph_gen += 1
                 if self._depth == 0:
                     self.db.execute("ROLLBACK")
                 else:
@@ -290,6 +292,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ insights
 
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
+        self._graph_gen += 1
         toks = set(tokens)
         cur = self.db.execute(
             "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
@@ -366,6 +369,7 @@ class SQLiteStore:
         return [_row_to_insight(r) for r in rows]
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
+        self._graph_gen += 1
         for id_ in ids:
             seq = self._next_vec_seq()
             self.db.execute(
@@ -555,6 +559,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
+        self._graph_gen += 1
         self.db.execute(
             "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
             "VALUES (?,?,?,?,?,?)",
@@ -620,6 +625,7 @@ class SQLiteStore:
             yield _row_to_edge(r)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
+        self._graph_gen += 1
         self.db.execute(
             "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?",
             (source_id, target_id, edge_type),
@@ -632,6 +638,52 @@ class SQLiteStore:
         q = ",".join("?" * len(ids))
         rows = self.db.execute(
             f"SELECT DISTINCT target_id FROM edges WHERE edge_type = 'supersedes' AND target_id IN ({q})", ids
+        )
+        return {r[0] for r in rows}
+
+    # ------------------------------------------------------------------ recall (plain tuples, no models)
+
+    def graph_version(self) -> tuple[int, int]:
+        # data_version moves when another connection commits; _graph_gen when this one writes graph data.
+        return self.db.execute("PRAGMA data_version").fetchone()[0], self._graph_gen
+
+    def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
+        out: dict[str, tuple[int, str, str, str]] = {}
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 900):
+            chunk = ids[i : i + 900]
+            q = ",".join("?" * len(chunk))
+            for r in self.db.execute(
+                f"SELECT id, importance, created_at, category, source FROM insights "
+                f"WHERE id IN ({q}) AND deleted_at IS NULL",
+                chunk,
+            ):
+                out[r[0]] = (r[1], r[2], r[3] or "general", r[4] or "")
+        return out
+
+    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
+        out: list[tuple[str, str, str, float]] = []
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 400):
+            chunk = ids[i : i + 400]
+            q = ",".join("?" * len(chunk))
+            out.extend(
+                self.db.execute(
+                    "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM edges e "
+                    "JOIN insights i ON i.id = e.target_id AND i.deleted_at IS NULL "
+                    f"WHERE e.source_id IN ({q}) UNION ALL "
+                    "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM edges e "
+                    "JOIN insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
+                    f"WHERE e.target_id IN ({q})",
+                    [*chunk, *chunk],
+                )
+            )
+        return out
+
+    def superseded_ids(self) -> set[str]:
+        rows = self.db.execute(
+            "SELECT DISTINCT e.target_id FROM edges e JOIN insights i ON i.id = e.target_id "
+            "WHERE e.edge_type = 'supersedes' AND i.deleted_at IS NULL"
         )
         return {r[0] for r in rows}
 
