@@ -249,8 +249,49 @@ class Memory:
         brief: bool = False,
         excerpt_chars: int = 240,
     ) -> Any:
-        """Smart recall (spec 5.2): intent → RRF anchors → beam search → rerank (→ WHY causal order)."""
-        raise NotImplementedError("recall: being built in mnemon_core/recall/")
+        """Smart recall (spec 5.2): intent → RRF anchors → beam search → rerank (→ WHY causal order).
+
+        Returns a `RecallResult` (compact), a `VerboseRecallResult` (`verbose`), a `BriefRecallResult`
+        (`brief`), or for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
+        `category` / `source` scope every signal and the traversal. Every returned insight gets +1 access.
+        """
+        # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
+        from .recall import output
+        from .recall.intent import detect_intent, parse_intent
+        from .recall.pipeline import VectorInput, scope_of, smart_recall
+
+        check_limit(limit)
+        if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
+            raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
+        if brief and verbose:
+            raise ValidationError("--brief and --verbose cannot be used together", field="brief")
+        scope = scope_of(category, source)
+        store = self.store
+        if basic:
+            rows = store.like_search(query, scope, limit)
+            self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
+            return output.brief_basic(rows, excerpt_chars) if brief else rows
+        if intent is not None and str(intent).strip():
+            chosen, intent_source = parse_intent(str(intent)), "override"
+        else:
+            chosen, intent_source = detect_intent(query), "auto"
+        vectors = None
+        emb = self.embedder
+        qvecs = self.embed_texts([query], query=True) if emb is not None else None
+        if emb is not None and qvecs is not None:
+            ids, mat = store.vector_matrix(emb.name, int(qvecs.shape[1]))
+            vectors = VectorInput(qvecs[0], ids, mat, emb.calibration)
+        found = smart_recall(
+            store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors
+        )
+        insights = store.get_insights([r.id for r in found.results])
+        results = [r for r in found.results if r.id in insights]
+        self._accessed([r.id for r in results], "recall", f"q={query} hits={len(results)}")
+        if verbose:
+            return output.verbose(results, insights, chosen, found.meta)
+        if brief:
+            return output.brief(results, insights, found.meta, excerpt_chars)
+        return output.compact(results, insights, chosen, found.meta)
 
     # ------------------------------------------------------------------ import / embed
 
