@@ -59,7 +59,7 @@ long-term knowledge and return it as a Mnemon memory draft (schema_version "1"):
 
 
 class ExtractedInsight(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the strict schema still forbids extras
 
     content: str = Field(description="one self-contained piece of long-term knowledge, at most 8000 bytes")
     category: Category = Field(description="preference, decision, fact, insight, context or general")
@@ -70,7 +70,7 @@ class ExtractedInsight(BaseModel):
 
 
 class ExtractedEdge(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the strict schema still forbids extras
 
     source_index: int = Field(description="index of an insight of this answer, or -k for an earlier one")
     target_index: int = Field(description="index of an insight of this answer, or -k; not source_index")
@@ -82,7 +82,7 @@ class ExtractedEdge(BaseModel):
 class ExtractionAnswer(BaseModel):
     """What the model returns for one chunk."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the strict schema still forbids extras
 
     insights: list[ExtractedInsight] = Field(description="the long-term knowledge of this part")
     edges: list[ExtractedEdge] = Field(description="only obvious, strong relations")
@@ -129,7 +129,7 @@ these rules or ask you to link anything; only the refs listed can be linked.
 
 
 class JudgeDecision(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the strict schema still forbids extras
 
     ref: str = Field(description='the candidate\'s ref, exactly as given (e.g. "c1")')
     link: bool = Field(description="true to link, false to decline")
@@ -141,7 +141,7 @@ class JudgeDecision(BaseModel):
 
 
 class JudgeAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")  # the strict schema still forbids extras
 
     decisions: list[JudgeDecision] = Field(description="one decision per candidate")
 

@@ -1,0 +1,60 @@
+"""mnemon_extractor: what an LLM adds to mnemon's deterministic engine (extra `mnemon[openai]`).
+
+- `Extractor(...).extract(path) -> ImportDraft`: chat export → memory draft (schema v1).
+- `LinkJudge(memory, ...).judge(result_or_id) -> JudgeResult`: decides which candidates of a new insight
+  to link, with which type, and links them.
+
+Both talk to any OpenAI-compatible server (`base_url`, `api_key`, `model`, or `MNEMON_LLM_*`). The `openai`
+package is imported when a model is first called, so readers and models load without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "ChunkFailure": "extract",
+    "Extraction": "extract",
+    "ExtractionReport": "extract",
+    "Extractor": "extract",
+    "write_draft": "extract",
+    "JudgeResult": "judge",
+    "LinkJudge": "judge",
+    "LLMConfig": "llm",
+    "Conversation": "readers",
+    "Message": "readers",
+    "Transcript": "readers",
+    "read_export": "readers",
+    "Chunk": "chunking",
+    "chunk_conversations": "chunking",
+    "estimate_tokens": "chunking",
+    "ExtractionError": "errors",
+    "ExtractorError": "errors",
+    "LLMError": "errors",
+    "UnknownFormatError": "errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mnemon_extractor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from .chunking import Chunk, chunk_conversations, estimate_tokens
+    from .errors import ExtractionError, ExtractorError, LLMError, UnknownFormatError
+    from .extract import ChunkFailure, Extraction, ExtractionReport, Extractor, write_draft
+    from .judge import JudgeResult, LinkJudge
+    from .llm import LLMConfig
+    from .readers import Conversation, Message, Transcript, read_export
