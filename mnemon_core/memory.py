@@ -24,6 +24,7 @@ from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, ValidationError
 from .models import (
     Category,
+    CausalCandidate,
     EdgeType,
     EntityCount,
     EntityMode,
@@ -37,6 +38,7 @@ from .models import (
     RelatedHit,
     RememberResult,
     SearchHit,
+    SemanticCandidate,
     StatusResult,
 )
 from .store import Store, open_store, rank_by_coverage
@@ -496,6 +498,33 @@ class Memory:
         ins = store.get_insight(id) or ins
         return GcKeepResult(content=ins.content, effective_importance=round(ei, 4), id=id,
                             immune=lifecycle.is_immune(ins), new_access=ins.access_count)
+
+    # ------------------------------------------------------------------ link judge (mnemon_extractor)
+    # Read-only helpers for judging links of insights that already exist: no access bump, no oplog row.
+
+    def get(self, id: str) -> Insight:
+        """The active insight `id`, read without counting an access (unlike `show`)."""
+        ins = self.store.get_insight(id)
+        if ins is None:
+            raise NotFoundError(f"insight {id} not found", id=id)
+        return ins
+
+    def recent(self, limit: int = 10) -> list[Insight]:
+        """The `limit` newest active insights (by created_at), newest first."""
+        check_limit(limit)
+        return self.store.latest(limit=limit)
+
+    def candidates(self, id: str) -> tuple[list[SemanticCandidate], list[CausalCandidate]]:
+        """The semantic and causal candidates `remember` returns, computed now for an existing insight."""
+        ins = self.get(id)
+        emb = self.embedder
+        vector = self.store.get_vector(id, emb.name) if emb is not None else None
+        if vector is None and emb is not None:
+            vecs = self.embed_texts([ins.content])
+            vector = vecs[0] if vecs is not None else None
+        tokens = tokens_of(ins.content, ins.tags, ins.entities)
+        return (candidates.semantic_candidates(self.store, ins, tokens, self.cosines(vector)),
+                candidates.causal_candidates(self.store, ins))
 
 
 def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
