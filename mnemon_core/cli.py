@@ -182,6 +182,106 @@ def _mcp(a: argparse.Namespace) -> None:
     serve(memory(a, origin="mcp"))
 
 
+# ---------------------------------------------------------------- extract / judge (extra mnemon[openai])
+# The LLM jobs live in the separate `mnemon_extractor` package, imported only when one of these runs.
+
+
+def _extractor() -> Any:
+    import importlib.util
+
+    from .errors import MissingExtraError
+
+    if importlib.util.find_spec("openai") is None:
+        raise MissingExtraError("openai", "openai")
+    try:
+        import mnemon_extractor
+    except ImportError:
+        raise MissingExtraError("openai", "openai") from None
+    return mnemon_extractor
+
+
+def _llm_options(a: argparse.Namespace) -> dict[str, Any]:
+    """Only the flags given: the rest come from $MNEMON_LLM_* or the defaults."""
+    return {k: v for k, v in (("model", a.model), ("base_url", a.base_url)) if v is not None}
+
+
+@command("extract")
+def _extract(a: argparse.Namespace) -> None:
+    from .errors import ReadOnlyError, ValidationError
+
+    if a.judge and not a.do_import:
+        raise ValidationError("--judge needs --import: the judge links insights once they are stored", field="judge")
+    if a.do_import and a.readonly:
+        raise ReadOnlyError("extract --import")
+    ex = _extractor()
+    opts = {"chunk_tokens": a.chunk_tokens} if a.chunk_tokens is not None else {}
+    extractor = ex.Extractor(**_llm_options(a), **opts, source=a.source or None, progress=True)
+    run = extractor.run(a.file)
+    summary: dict[str, Any] = {**run.report.model_dump(mode="json"), "output": None}
+    if run.draft is None:
+        emit(summary)
+        r = run.report
+        why = f"all {r.chunks} chunks failed" if r.chunks_failed else "the model found nothing worth remembering"
+        raise ex.ExtractionError(f"no draft written: {why}", report=r)
+    ex.write_draft(run.draft, a.output)
+    summary["output"] = a.output
+    if run.report.chunks_failed:
+        print(f"mnemon: warning: {run.report.chunks_failed} of {run.report.chunks} chunks failed; see "
+              '"failures"', file=sys.stderr)
+    if a.do_import:
+        mem = memory(a)
+        imported = mem.import_draft(run.draft)
+        summary["import"] = imported.model_dump(mode="json")
+        if a.judge:
+            judge = ex.LinkJudge(mem, **_llm_options(a), dry_run=a.dry_run)
+            added = [item.id for item in imported.results if item.action == "added"]
+            summary["judge"] = [r.model_dump(mode="json") for r in judge.judge_many(added)]
+    emit(summary)
+
+
+@command("judge")
+def _judge(a: argparse.Namespace) -> None:
+    from .errors import ReadOnlyError, ValidationError
+
+    if (a.id is None) == (a.recent is None):
+        raise ValidationError("give an insight ID or --recent N (one of them)", field="id")
+    if not a.dry_run and a.readonly:
+        raise ReadOnlyError("judge")
+    ex = _extractor()
+    judge = ex.LinkJudge(memory(a), **_llm_options(a), dry_run=a.dry_run)
+    if a.recent is not None:
+        if a.recent < 1:
+            raise ValidationError(f"--recent must be at least 1, got {a.recent}", field="recent")
+        emit(judge.judge_recent(a.recent))
+    else:
+        emit(judge.judge(a.id))
+
+
+def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    def llm_flags(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--model", default=None, help="model name (default $MNEMON_LLM_MODEL, else gpt-4o-mini)")
+        s.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. "
+                       "http://localhost:11434/v1 (default $MNEMON_LLM_BASE_URL, else OpenAI); key in "
+                       "$MNEMON_LLM_API_KEY")
+
+    s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon[openai])")
+    s.add_argument("file", help="Markdown/text transcript, ChatGPT or Claude conversations.json, JSON/JSONL "
+                   "messages, LangChain messages")
+    s.add_argument("-o", "--output", default="memory_draft.json", help="draft file (memory_draft.json)")
+    s.add_argument("--import", dest="do_import", action="store_true", help="import the draft into the store")
+    s.add_argument("--judge", action="store_true", help="with --import: the LLM links each imported insight")
+    s.add_argument("--dry-run", action="store_true", help="with --judge: print its decisions, link nothing")
+    s.add_argument("--chunk-tokens", type=int, default=None, help="transcript tokens per LLM call (6000)")
+    s.add_argument("--source", default="chat-export", help="source label of the draft (chat-export)")
+    llm_flags(s)
+
+    s = cmd("judge", "LLM link judge: link an insight to the candidates it picks (extra mnemon[openai])")
+    s.add_argument("id", nargs="?", help="insight id")
+    s.add_argument("--recent", type=int, default=None, metavar="N", help="judge the N newest insights")
+    s.add_argument("--dry-run", action="store_true", help="print the decisions, link nothing")
+    llm_flags(s)
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -285,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     msub = s.add_subparsers(dest="mcp_command", metavar="<subcommand>", required=True)
     msub.add_parser("serve", help="serve the memory tools over stdio", description="Serve the memory tools "
                     "over stdio; --store, --data-dir and --readonly pick the store at start-up.", parents=[glob])
+
+    add_llm_commands(cmd)  # extract, judge
 
     return p
 
