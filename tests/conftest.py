@@ -30,10 +30,28 @@ def data_dir(_isolated_env: Path) -> Path:
     return _isolated_env
 
 
+# ---- store backends: tests that use `mem` run on SQLite and on Postgres (tests/pg.py; marked integration,
+# skipped when pgserver/psycopg are missing). On Postgres, MNEMON_DATABASE_URL and MNEMON_STORE point at a
+# fresh store, so `Memory()` and the CLI in the same test reach it too.
+from pg import missing as _pg_missing  # noqa: E402
+from pg import pg_store_name, pg_url  # noqa: E402, F401
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def store_backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgres" and _pg_missing():
+        pytest.skip(_pg_missing())
+    return request.param
+
+
 @pytest.fixture
-def mem(data_dir: Path):
+def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     from mnemon_core import Memory
 
+    if store_backend == "postgres":
+        url, name = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_store_name")
+        monkeypatch.setenv("MNEMON_DATABASE_URL", url)
+        monkeypatch.setenv("MNEMON_STORE", name)
     m = Memory()
     yield m
     m.close()
