@@ -97,7 +97,7 @@ def _pieces(conv: Conversation, budget: int, count: TokenCounter) -> list[tuple[
     """(message number, message) with over-long messages split into numbered parts."""
     out: list[tuple[int, Message]] = []
     for n, m in enumerate(conv.messages, 1):
-        head = count(format_message(Message(m.role, "", m.timestamp)))
+        head = count(format_message(Message(m.role, "", m.timestamp))) + count("(part 999/999) ")
         parts = split_text(m.content, max(1, budget - head), count)
         for k, part in enumerate(parts, 1):
             content = part if len(parts) == 1 else f"(part {k}/{len(parts)}) {part}"
