@@ -187,14 +187,11 @@ def _mcp(a: argparse.Namespace) -> None:
 
 
 def _extractor() -> Any:
-    import importlib.util
-
     from .errors import MissingExtraError
 
-    if importlib.util.find_spec("openai") is None:
-        raise MissingExtraError("openai", "openai")
     try:
         import mnemon_extractor
+        import openai  # noqa: F401 - checked here, before any file is read or any token spent
     except ImportError:
         raise MissingExtraError("openai", "openai") from None
     return mnemon_extractor
@@ -280,6 +277,15 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
     s.add_argument("--recent", type=int, default=None, metavar="N", help="judge the N newest insights")
     s.add_argument("--dry-run", action="store_true", help="print the decisions, link nothing")
     llm_flags(s)
+
+
+@command("migrate")
+def _migrate(a: argparse.Namespace) -> None:
+    from .config import Settings
+    from .migrate import migrate
+
+    settings = Settings.resolve(data_dir=a.data_dir, store=a.store, embedder="none")
+    emit(migrate(a.source, a.target, settings))
 
 
 # ---------------------------------------------------------------- parser
@@ -387,6 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "over stdio; --store, --data-dir and --readonly pick the store at start-up.", parents=[glob])
 
     add_llm_commands(cmd)  # extract, judge
+
+    s = cmd("migrate", "Copy a store into Postgres (insights, vectors, edges, oplog), verified by counts and a checksum")
+    s.add_argument("--from", dest="source", required=True, metavar="SRC", help="sqlite:PATH (sqlite: = current store)")
+    s.add_argument("--to", dest="target", required=True, metavar="URL", help="postgresql://… (store: --store)")
 
     return p
 

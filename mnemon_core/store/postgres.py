@@ -236,6 +236,16 @@ def _row_to_insight(r: Sequence[Any]) -> Insight:
     )
 
 
+def _construct_insight(r: Sequence[Any]) -> Insight:
+    """As `_row_to_insight`, without validation: a copy carries what is stored (`mnemon migrate`)."""
+    return Insight.model_construct(
+        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=list(r[4] or []),
+        entities=list(r[5] or []), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
+        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
+        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
+    )
+
+
 def _row_to_edge(r: Sequence[Any]) -> Edge:
     return Edge(source_id=r[0], target_id=r[1], edge_type=r[2], weight=r[3], metadata=r[4] or {}, created_at=r[5])
 
@@ -929,7 +939,7 @@ class PostgresStore:
             )
             for r in rows:
                 vec = None if r[15] is None else np.asarray(r[15], dtype=np.float32)
-                yield DumpRow(_row_to_insight(r), frozenset(r[14]), vec, r[16])
+                yield DumpRow(_construct_insight(r), frozenset(r[14]), vec, r[16])
             if len(rows) < PAGE:
                 return
             last = rows[-1][-1]
@@ -937,7 +947,8 @@ class PostgresStore:
     def dump_oplog(self) -> Iterator[OplogEntry]:
         rows = self._exec("SELECT id, operation, insight_id, detail, created_at FROM {s}.oplog ORDER BY id")
         for r in rows:
-            yield OplogEntry(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "", created_at=r[4])
+            yield OplogEntry.model_construct(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "",
+                                             created_at=r[4])
 
     def load(self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry]) -> None:
         """Bulk-copy rows into this (empty) store with binary COPY in one transaction: insights in the given
