@@ -256,16 +256,14 @@ class ChatLLM:
                 self.succeeded += 1
             except openai.APITimeoutError:
                 raise _TransportFailure(
-                    f"the model server did not answer within {self.config.timeout:g}s "
-                    f"({self.config.max_retries + 1} tries)"
+                    f"the model server did not answer within {self.config.timeout:g}s ({self._tries()})"
                 ) from None
             except openai.APIConnectionError as e:
                 if not self.succeeded:
                     raise LLMError(f"cannot reach the model server at {self._where()}: {e}") from None
                 raise _TransportFailure(f"connection failed: {e}") from None
             except openai.RateLimitError as e:
-                raise _TransportFailure(f"rate limited (HTTP 429) after {self.config.max_retries + 1} tries: "
-                                        f"{_message(e)}") from None
+                raise _TransportFailure(f"rate limited (HTTP 429, {self._tries()}): {_message(e)}") from None
             except openai.InternalServerError as e:
                 raise _TransportFailure(f"server error (HTTP {e.status_code}): {_message(e)}") from None
             except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
@@ -317,6 +315,10 @@ class ChatLLM:
         else:
             msgs.insert(0, {"role": "system", "content": hint})
         return completions.with_raw_response.create(model=self.model, messages=msgs, **extra)
+
+    def _tries(self) -> str:
+        n = self.config.max_retries + 1
+        return "1 try" if n == 1 else f"{n} tries"
 
     def _where(self) -> str:
         return self.config.base_url or "the OpenAI API"

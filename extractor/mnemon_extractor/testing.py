@@ -30,6 +30,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a timeout, when longer than the client's)
     finish_reason: str = "stop"
+    usage: dict[str, int] | None = None  # default: tokens estimated from the request and the content
 
     @classmethod
     def json(cls, value: Any, **kw: Any) -> Reply:
@@ -66,7 +67,7 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "finish_reason": reply.finish_reason,
             "logprobs": None,
         }],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
+        "usage": reply.usage or {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
     }
 
 
