@@ -33,7 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from . import __version__
 from .errors import MissingExtraError, MnemonError, ReadOnlyError
-from .memory import LINK_WEIGHT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT, AsyncMemory, Memory
+from .memory import (
+    LINK_WEIGHT,
+    RECALL_LIMIT,
+    RELATED_DEPTH,
+    SEARCH_LIMIT,
+    AsyncMemory,
+    Memory,
+)
 from .models import Category, EdgeType, EntityMode, Intent
 from .write.constants import (
     MAX_CONTENT_BYTES,
@@ -77,8 +84,8 @@ def _values(enum: Any) -> list[str]:
 
 
 def _advertise(**schema: Any) -> dict[str, Any]:
-    """Schema keywords the engine enforces itself: shown to the host, not checked here."""
-    return {"json_schema_extra": schema}
+    """Schema keywords the engine enforces itself: shown to the host (`json_schema_extra`), not checked here."""
+    return schema
 
 
 Query = Annotated[
@@ -100,30 +107,30 @@ class Args(BaseModel):
 class RememberArgs(Args):
     content: str = Field(
         description=f"the insight, at most {MAX_CONTENT_BYTES} bytes",
-        **_advertise(minLength=1, maxLength=MAX_CONTENT_BYTES),
+        json_schema_extra=_advertise(minLength=1, maxLength=MAX_CONTENT_BYTES),
     )
-    category: str = Field("general", description="kind of insight", **_advertise(enum=_values(Category)))
+    category: str = Field("general", description="kind of insight", json_schema_extra=_advertise(enum=_values(Category)))
     importance: int = Field(
-        3, description="1 (trivia) to 5 (critical)", **_advertise(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX)
+        3, description="1 (trivia) to 5 (critical)", json_schema_extra=_advertise(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX)
     )
     tags: list[str] = Field(
         default_factory=list,
         description=f"up to {MAX_TAGS} tags, each at most {MAX_TAG_BYTES} bytes",
-        **_advertise(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
+        json_schema_extra=_advertise(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
     )
     entities: list[str] = Field(
         default_factory=list,
         description=f"up to {MAX_ENTITIES} explicit entities, each at most {MAX_ENTITY_BYTES} bytes",
-        **_advertise(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
+        json_schema_extra=_advertise(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
     )
     entity_mode: str = Field(
         "merge",
         description="merge (given + extracted), provided (given only) or auto (extracted only)",
-        **_advertise(enum=_values(EntityMode)),
+        json_schema_extra=_advertise(enum=_values(EntityMode)),
     )
     source: str = Field(
         "user", description=f"who provided it, at most {MAX_SOURCE_BYTES} bytes",
-        **_advertise(maxLength=MAX_SOURCE_BYTES),
+        json_schema_extra=_advertise(maxLength=MAX_SOURCE_BYTES),
     )
     no_diff: bool = Field(False, description="store even an exact duplicate")
 
@@ -131,10 +138,10 @@ class RememberArgs(Args):
 class RecallArgs(Args):
     query: Query
     limit: Limit = RECALL_LIMIT
-    category: str | None = Field(None, description="only this category", **_advertise(enum=_values(Category)))
+    category: str | None = Field(None, description="only this category", json_schema_extra=_advertise(enum=_values(Category)))
     source: str | None = Field(None, max_length=MAX_SOURCE_BYTES, description="only this source")
     intent: str | None = Field(
-        None, description="override the detected intent", **_advertise(enum=_values(Intent))
+        None, description="override the detected intent", json_schema_extra=_advertise(enum=_values(Intent))
     )
     basic: bool = Field(False, description="plain substring match instead of intent-aware graph recall")
     full: Full = False
@@ -148,7 +155,7 @@ class SearchArgs(Args):
 
 class RelatedArgs(Args):
     id: Id
-    edge_type: str | None = Field(None, description="follow only this edge type", **_advertise(enum=_values(EdgeType)))
+    edge_type: str | None = Field(None, description="follow only this edge type", json_schema_extra=_advertise(enum=_values(EdgeType)))
     depth: int = Field(RELATED_DEPTH, ge=1, le=MAX_DEPTH, description="hops to follow")
     limit: Limit = RELATED_LIMIT
     full: Full = False
@@ -160,9 +167,9 @@ class LinkArgs(Args):
     edge_type: str = Field(
         "semantic",
         description="supersedes is directed (new → old); the other types are written both ways",
-        **_advertise(enum=_values(EdgeType)),
+        json_schema_extra=_advertise(enum=_values(EdgeType)),
     )
-    weight: float = Field(LINK_WEIGHT, description="0.0 to 1.0", **_advertise(minimum=0.0, maximum=1.0))
+    weight: float = Field(LINK_WEIGHT, description="0.0 to 1.0", json_schema_extra=_advertise(minimum=0.0, maximum=1.0))
     metadata: dict[MetaKey, MetaValue] = Field(
         default_factory=dict,
         max_length=MAX_METADATA,
@@ -228,7 +235,8 @@ def _describe_one(e: Any, model: type[Args]) -> str:
     if kind == "string_too_long":
         return f"{name} too long ({len(value)} chars, max {ctx.get('max_length')})"
     if kind == "too_long":
-        return f"too many {name} entries ({ctx.get('actual_length')}, max {ctx.get('max_length')})"
+        n = ctx.get("actual_length") or (len(value) if hasattr(value, "__len__") else "?")
+        return f"too many {name} entries ({n}, max {ctx.get('max_length')})"
     return f"{name}: {e['msg']}"
 
 
@@ -406,7 +414,7 @@ class Face:
             return False, to_text(plain(await spec.run(self.async_memory, args)))
         except MnemonError as e:
             return True, str(e)
-        except Exception as e:  # a bug: keep serving, keep the traceback on stderr
+        except Exception as e:  # noqa: BLE001 - a bug: keep serving, keep the traceback on stderr
             traceback.print_exc(file=sys.stderr)
             return True, f"internal error in {name}: {type(e).__name__}: {e}"
 
@@ -418,11 +426,15 @@ def serve(memory: Memory) -> None:
     """Serve `memory` over stdio until the host closes the connection."""
     try:
         import anyio
-        import mcp.types as types
+        from mcp import types
         from mcp.server.lowlevel import Server
         from mcp.server.stdio import stdio_server
-    except ImportError:
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in ("mcp", "anyio"):
+            raise
         raise MissingExtraError("mcp", "mcp") from None
+    except ImportError as e:  # installed but broken, e.g. an old 1.x SDK beside a newer pydantic
+        raise MnemonError(f"the mcp package does not import ({e}); pip install -U 'mnemon[mcp]'") from None
     _ = memory.store  # open it now: a bad --store or a missing --readonly database fails at start-up
     face = Face(memory)
     server = build_server(face, Server, types)
