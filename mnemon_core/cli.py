@@ -187,13 +187,17 @@ def _mcp(a: argparse.Namespace) -> None:
 
 
 def _extractor() -> Any:
+    import importlib.util
+
     from .errors import MissingExtraError
 
-    try:
+    try:  # checked before any file is read; openai itself (a second to import) loads at the first LLM call
+        found = importlib.util.find_spec("openai") is not None
         import mnemon_extractor
-        import openai  # noqa: F401 - checked here, before any file is read or any token spent
-    except ImportError:
-        raise MissingExtraError("openai", "openai") from None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        found = False
+    if not found:
+        raise MissingExtraError("openai", "openai")
     return mnemon_extractor
 
 

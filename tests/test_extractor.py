@@ -1,0 +1,351 @@
+"""The extractor end to end through the real openai client, against a local OpenAI-compatible server on
+127.0.0.1 (`mnemon_extractor.testing.FakeOpenAIServer`) that serves canned replies: structured answers,
+malformed JSON, drafts that break a limit, 429s, timeouts, servers without structured outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemon_core.draft import ImportDraft
+from mnemon_extractor import Extractor
+from mnemon_extractor.errors import ExtractionError, LLMError
+from mnemon_extractor.extract import ChunkFailure
+from mnemon_extractor.testing import FakeOpenAIServer, Reply
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures"
+USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+
+QDRANT = {
+    "content": "The search service uses Qdrant instead of Milvus because its filtered queries are 3x faster.",
+    "category": "decision", "importance": 5, "tags": ["Vector DB", "search"], "entities": ["Qdrant", "Milvus"],
+    "created_at": None,
+}
+LATENCY = {
+    "content": "With payload indexes Qdrant keeps p95 latency under 40 ms on filtered queries.",
+    "category": "fact", "importance": 3, "tags": ["performance"], "entities": ["Qdrant"],
+    "created_at": "2024-03-15T09:36:40Z",
+}
+TERSE = {
+    "content": "The user wants API responses to be short JSON without explanations around it.",
+    "category": "preference", "importance": 4, "tags": ["api-design"], "entities": [], "created_at": None,
+}
+CHUNK1 = {"insights": [QDRANT, LATENCY],
+          "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
+                     "reason": "the choice made the latency possible"}]}
+CHUNK2 = {"insights": [TERSE], "edges": []}
+
+
+def extractor(server: FakeOpenAIServer, **kw: Any) -> Extractor:
+    kw.setdefault("max_retries", 0)
+    kw.setdefault("timeout", 5)
+    return Extractor(base_url=server.base_url, api_key="test-key", model="fake-model", **kw)
+
+
+def part(req: dict[str, Any]) -> int:
+    """Which chunk a request is about (the user message says "part N of M")."""
+    text = req["messages"][1]["content"]
+    return int(text.split(", part ")[1].split(" ")[0])
+
+
+def by_part(*replies: list[Reply]) -> Any:
+    """A responder serving each chunk its own list of replies, in order (the last one repeats)."""
+    seen: dict[int, int] = {}
+
+    def respond(req: dict[str, Any]) -> Reply:
+        p = part(req)
+        n = seen.get(p, 0)
+        seen[p] = n + 1
+        lst = replies[p - 1]
+        return lst[min(n, len(lst) - 1)]
+
+    return respond
+
+
+def test_good_structured_answer_gives_the_exact_draft():
+    with FakeOpenAIServer(by_part([Reply.json(CHUNK1, usage=USAGE)], [Reply.json(CHUNK2, usage=USAGE)])) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "chatgpt_conversations.json")
+    assert isinstance(draft, ImportDraft)
+    assert draft.model_dump(mode="json", exclude_none=True) == {
+        "schema_version": "1",
+        "source": "chat-export",
+        "insights": [
+            # created_at from the message that says most of it (the model gave none)
+            {**QDRANT, "tags": ["vector-db", "search"], "created_at": "2024-03-15T09:35:00Z"},
+            LATENCY,
+            {**TERSE, "created_at": "2024-03-16T09:06:40Z"},
+        ],
+        "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
+                   "reason": "the choice made the latency possible"}],
+    }
+    r = ex.last_report
+    assert r.model_dump() == {
+        "file": str(FIX / "chatgpt_conversations.json"), "format": "chatgpt", "model": "fake-model",
+        "mode": "structured", "conversations": 2, "messages": 6, "chunks": 2, "chunks_failed": 0,
+        "insights": 3, "merged": 0, "edges": 1, "failures": [],
+        "tokens": {"prompt": 200, "completion": 40, "total": 240},
+    }
+    first = s.requests[0]
+    assert first["model"] == "fake-model"
+    fmt = first["response_format"]
+    assert (fmt["type"], fmt["json_schema"]["name"], fmt["json_schema"]["strict"]) == (
+        "json_schema", "ExtractionAnswer", True)
+    assert fmt["json_schema"]["schema"]["required"] == ["insights", "edges"]
+    system, user = first["messages"]
+    assert system["role"] == "system" and "importance" in system["content"] and "vector-db" in system["content"]
+    assert user["content"].startswith('Conversation "Vector DB for the search service", part 1 of 2 (messages 1-4).')
+    assert "[2024-03-15T09:30:00Z] user:\nWe need a vector database" in user["content"]
+    # The second chunk sees the first chunk's insights, newest as -1.
+    second = s.requests[1]["messages"][1]["content"]
+    assert f"-1: {json.dumps(LATENCY['content'])}\n-2: {json.dumps(QDRANT['content'])}" in second
+
+
+def test_malformed_json_is_retried_with_the_error_quoted():
+    replies = [Reply.text('{"insights": [', usage=USAGE), Reply.json(CHUNK2, usage=USAGE)]
+    with FakeOpenAIServer(replies) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "messages.json")
+    assert [i.content for i in draft.insights] == [TERSE["content"]]
+    assert len(s.requests) == 2
+    retry = s.requests[1]["messages"]
+    assert retry[-2] == {"role": "assistant", "content": '{"insights": ['}
+    assert retry[-1] == {"role": "user", "content": (
+        "Your answer was rejected: the answer is not valid JSON: Expecting value: line 1 column 15 (char 14)\n"
+        "Answer again with the complete, corrected JSON object only.")}
+    assert ex.last_report.failures == [] and ex.last_report.tokens.total == 240
+
+
+def test_a_chunk_that_stays_malformed_is_reported_and_the_rest_kept():
+    bad = Reply.text("Sure! Here are the insights you asked for.")
+    with FakeOpenAIServer(by_part([bad], [Reply.json(CHUNK2)])) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "chatgpt_conversations.json")
+    assert [i.content for i in draft.insights] == [TERSE["content"]]
+    assert ex.last_report.chunks_failed == 1
+    assert ex.last_report.failures == [ChunkFailure(
+        chunk=0, conversation="Vector DB for the search service", messages="1-4", attempts=2,
+        error="invalid answer after 2 attempts: the answer holds no JSON object")]
+    assert len(s.requests) == 3  # two for the bad chunk (answer + one retry), one for the good
+
+
+def test_a_draft_that_breaks_a_limit_is_retried_then_reported():
+    too_important = {"insights": [{**TERSE, "importance": 7}], "edges": []}
+    with FakeOpenAIServer([Reply.json(too_important)]) as s:
+        ex = extractor(s)
+        run = ex.run(FIX / "messages.json")
+        with pytest.raises(ExtractionError) as e:
+            ex.extract(FIX / "messages.json")
+    assert run.draft is None
+    err = "insights[0].importance: importance must be 1-5, got 7"
+    assert run.report.failures == [ChunkFailure(
+        chunk=0, conversation="Support bot session", messages="1-2", attempts=2,
+        error=f"invalid answer after 2 attempts: {err}")]
+    assert s.requests[1]["messages"][-1]["content"].startswith(f"Your answer was rejected: {err}\n")
+    assert str(e.value) == (f"no insights extracted from {FIX / 'messages.json'}: all 1 chunks failed "
+                            f"(first error: invalid answer after 2 attempts: {err})")
+    assert e.value.report.chunks_failed == 1
+
+
+def test_a_limit_error_fixed_on_the_retry_is_accepted():
+    tags = {"insights": [{**TERSE, "tags": [f"t{i}" for i in range(21)]}], "edges": []}
+    with FakeOpenAIServer([Reply.json(tags), Reply.json(CHUNK2)]) as s:
+        draft = extractor(s).extract(FIX / "messages.json")
+    assert draft.insights[0].tags == ["api-design"]
+    assert "insights[0].tags: too many tags (21, max 20)" in s.requests[1]["messages"][-1]["content"]
+
+
+def test_edges_out_of_range_and_self_edges_are_rejected():
+    bad = {"insights": [TERSE], "edges": [
+        {"source_index": 0, "target_index": 0, "edge_type": "semantic", "weight": 0.5, "reason": ""},
+        {"source_index": 0, "target_index": -1, "edge_type": "causal", "weight": 0.5, "reason": ""}]}
+    with FakeOpenAIServer([Reply.json(bad)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.report.failures[0].error == (
+        "invalid answer after 2 attempts: edges[0].target_index: must differ from source_index (0); "
+        "edges[1].target_index: index -1 out of range (this answer has 1 insights)")
+
+
+def test_429_is_retried_by_the_client():
+    with FakeOpenAIServer([Reply.rate_limited(retry_after_ms=10), Reply.json(CHUNK2)]) as s:
+        ex = extractor(s, max_retries=2)
+        draft = ex.extract(FIX / "messages.json")
+    assert len(draft.insights) == 1 and len(s.requests) == 2
+    assert ex.last_report.failures == []
+
+
+def test_429_that_persists_fails_the_chunk_with_a_clear_error():
+    with FakeOpenAIServer([Reply.rate_limited(retry_after_ms=10)]) as s:
+        run = extractor(s, max_retries=1).run(FIX / "messages.json")
+    assert len(s.requests) == 2
+    assert run.report.failures[0].error == "rate limited (HTTP 429, 2 tries): Rate limit reached, retry shortly"
+    assert run.report.failures[0].attempts == 0
+
+
+def test_a_timeout_is_retried_by_the_client():
+    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2)]) as s:
+        ex = extractor(s, timeout=0.5, max_retries=1)
+        draft = ex.extract(FIX / "messages.json")
+    assert len(draft.insights) == 1 and len(s.requests) == 2
+
+
+def test_a_timeout_that_persists_fails_the_chunk():
+    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3)]) as s:
+        run = extractor(s, timeout=0.3, max_retries=0).run(FIX / "messages.json")
+    assert run.draft is None
+    assert run.report.failures[0].error == "the model server did not answer within 0.3s (1 try)"
+
+
+def test_server_without_structured_outputs_falls_back_to_json_mode():
+    def respond(req: dict[str, Any]) -> Reply:
+        if req.get("response_format", {}).get("type") == "json_schema":
+            return Reply.error(400, "response_format type json_schema is not supported")
+        return Reply.text("```json\n" + json.dumps(CHUNK1 if part(req) == 1 else CHUNK2) + "\n```")
+
+    with FakeOpenAIServer(respond) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "chatgpt_conversations.json")
+    assert len(draft.insights) == 3 and ex.last_report.mode == "json"
+    assert [r.get("response_format", {}).get("type") for r in s.requests] == [
+        "json_schema", "json_object", "json_object"]
+    # Without a schema in the request, the schema travels in the system prompt.
+    assert '"ExtractedInsight"' in s.requests[1]["messages"][0]["content"]
+
+
+def test_edges_to_earlier_chunks_are_remapped_and_repeats_merged():
+    again = {**QDRANT, "content": QDRANT["content"].replace("3x faster", "3x faster than on Milvus"),
+             "importance": 4, "tags": ["qdrant"], "entities": ["qdrant", "Payload index"]}
+    chunk2 = {"insights": [again, TERSE], "edges": [
+        {"source_index": 1, "target_index": -1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"}]}
+    with FakeOpenAIServer(by_part([Reply.json(CHUNK1)], [Reply.json(chunk2)])) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "chatgpt_conversations.json")
+    d = draft.model_dump(mode="json", exclude_none=True)
+    assert [i["content"] for i in d["insights"]] == [again["content"], LATENCY["content"], TERSE["content"]]
+    merged = d["insights"][0]
+    assert (merged["importance"], merged["tags"], merged["entities"], merged["created_at"]) == (
+        5, ["vector-db", "search", "qdrant"], ["Qdrant", "Milvus", "Payload index"], "2024-03-15T09:35:00Z")
+    assert d["edges"] == [
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
+         "reason": "the choice made the latency possible"},
+        {"source_index": 2, "target_index": 1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
+        {"source_index": 0, "target_index": 2, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"},
+    ]
+    assert (ex.last_report.insights, ex.last_report.merged, ex.last_report.edges) == (3, 1, 3)
+
+
+def test_created_at_outside_the_chunk_or_copied_from_the_prompt_is_not_trusted():
+    wrong_year = {**TERSE, "created_at": "2019-01-01T00:00:00Z"}
+    with FakeOpenAIServer([Reply.json({"insights": [wrong_year], "edges": []})]) as s:
+        d = extractor(s).extract(FIX / "messages.jsonl")
+    assert d.insights[0].created_at == "2024-06-01T08:00:00Z"  # the first timestamped message (no overlap)
+    example = {**TERSE, "created_at": "2024-01-15T09:30:00Z"}
+    with FakeOpenAIServer([Reply.json({"insights": [example], "edges": []})]) as s:
+        d = extractor(s).extract(FIX / "langchain_dumpd.json")  # no timestamps at all
+    assert d.insights[0].created_at is None
+
+
+def test_nothing_worth_remembering_raises():
+    with FakeOpenAIServer([Reply.json({"insights": [], "edges": []})]) as s:
+        with pytest.raises(ExtractionError, match="the model found nothing worth remembering"):
+            extractor(s).extract(FIX / "messages.json")
+
+
+def test_fatal_server_errors_stop_the_run():
+    with FakeOpenAIServer([Reply.error(401, "Incorrect API key provided")]) as s:
+        with pytest.raises(LLMError, match="refused the API key: Incorrect API key provided"):
+            extractor(s).extract(FIX / "messages.json")
+    with FakeOpenAIServer([Reply.error(404, "model 'fake-model' not found")]) as s:
+        with pytest.raises(LLMError, match='model "fake-model" or its endpoint not found'):
+            extractor(s).extract(FIX / "messages.json")
+    with FakeOpenAIServer([]) as s:
+        url = s.base_url
+    with pytest.raises(LLMError, match=f"cannot reach the model server at {url}"):
+        Extractor(base_url=url, model="m", max_retries=0, timeout=2).extract(FIX / "messages.json")
+
+
+def test_settings_come_from_mnemon_llm_variables(monkeypatch: pytest.MonkeyPatch):
+    with FakeOpenAIServer([Reply.json(CHUNK2)]) as s:
+        monkeypatch.setenv("MNEMON_LLM_BASE_URL", s.base_url)
+        monkeypatch.setenv("MNEMON_LLM_MODEL", "env-model")
+        monkeypatch.setenv("MNEMON_LLM_API_KEY", "env-key")
+        Extractor(max_retries=0).extract(FIX / "messages.json")
+        Extractor(model="arg-model", max_retries=0).extract(FIX / "messages.json")
+    assert [r["model"] for r in s.requests] == ["env-model", "arg-model"]
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def cli_env(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")]),
+            "MNEMON_LLM_BASE_URL": server.base_url, "MNEMON_LLM_MODEL": "fake-model"}
+
+
+def llm_stand_in(req: dict[str, Any]) -> Reply:
+    """Answers extraction requests per chunk and judge requests by linking c1 causally."""
+    if req["messages"][0]["content"].startswith("You judge links"):
+        return Reply.json({"decisions": [{"ref": "c1", "link": True, "edge_type": "causal", "sub_type": "enables",
+                                          "direction": "new_to_candidate", "weight": 0.8, "reason": "r"}]})
+    return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
+
+
+def test_cli_extract_import_judge(cli, tmp_path: Path):
+    out = tmp_path / "memory_draft.json"
+    with FakeOpenAIServer(llm_stand_in) as s:
+        r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(out), "--import", "--judge",
+                "--store", "alpha", env=cli_env(s))
+    assert r.code == 0, r.err
+    summary = r.json()
+    assert {k: summary[k] for k in ("format", "chunks", "chunks_failed", "insights", "edges", "output")} == {
+        "format": "chatgpt", "chunks": 2, "chunks_failed": 0, "insights": 3, "edges": 1, "output": str(out)}
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert [i["content"] for i in written["insights"]] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    assert summary["import"]["imported"] == 3 and summary["import"]["edges_inserted"] == 1
+    judged = summary["judge"]
+    assert [j["id"] for j in judged] == [x["id"] for x in summary["import"]["results"]]
+    assert all(j["error"] is None for j in judged)
+    linked = [lk for j in judged for lk in j["linked"]]
+    assert linked and all(lk["edge_type"] == "causal" and lk["sub_type"] == "enables" for lk in linked)
+    status = cli("status", "--store", "alpha").json()
+    assert status["total_insights"] == 3
+
+
+def test_cli_extract_reports_failures_and_exits_1_without_a_draft(cli, tmp_path: Path):
+    out = tmp_path / "d.json"
+    with FakeOpenAIServer([Reply.text("no json here")]) as s:
+        r = cli("extract", str(FIX / "messages.json"), "-o", str(out), env=cli_env(s))
+    assert r.code == 1
+    assert r.err == "Error: no draft written: all 1 chunks failed\n"
+    assert r.json()["failures"][0]["error"] == "invalid answer after 2 attempts: the answer holds no JSON object"
+    assert not out.exists()
+
+
+def test_cli_extract_unknown_format(cli):
+    r = cli("extract", str(FIX / "unknown.csv"), env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])})
+    assert r.code == 1 and "unrecognised export format" in r.err and "we read: Markdown" in r.err
+
+
+def test_cli_without_openai_names_the_extra(tmp_path: Path):
+    code = ("import sys; sys.modules['openai'] = None\n"
+            "from mnemon_core.cli import main\n"
+            f"sys.exit(main(['extract', {str(FIX / 'messages.json')!r}]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 1
+    assert p.stderr == "Error: openai is not installed: pip install 'mnemon[openai]'\n"
+
+
+def test_cli_start_up_does_not_import_the_extractor():
+    code = "import sys, mnemon_core.cli as c; c.build_parser(); print(sorted(m for m in sys.modules if m.split('.')[0] in ('mnemon_extractor', 'openai')))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert p.stdout.strip() == "[]", p.stderr
