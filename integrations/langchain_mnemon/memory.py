@@ -87,14 +87,14 @@ class MnemonMemory(_Base):
     # ------------------------------------------------------------------ load
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        query = self._latest_input(inputs)
+        query = self._latest_input(inputs).strip()
         if not query:
             return {self.memory_key: ""}
         mem, _ = self._twins()
         return {self.memory_key: format_documents(to_documents(recall_hits(mem.recall(query, **self._recall_args()))))}
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        query = self._latest_input(inputs)
+        query = self._latest_input(inputs).strip()
         if not query:
             return {self.memory_key: ""}
         _, amem = self._twins()
