@@ -83,7 +83,7 @@ def _values(enum: Any) -> list[str]:
     return [e.value for e in enum]
 
 
-def _advertise(**schema: Any) -> dict[str, Any]:
+def _shown(**schema: Any) -> dict[str, Any]:
     """Schema keywords the engine enforces itself: shown to the host (`json_schema_extra`), not checked here."""
     return schema
 
@@ -107,30 +107,33 @@ class Args(BaseModel):
 class RememberArgs(Args):
     content: str = Field(
         description=f"the insight, at most {MAX_CONTENT_BYTES} bytes",
-        json_schema_extra=_advertise(minLength=1, maxLength=MAX_CONTENT_BYTES),
+        json_schema_extra=_shown(minLength=1, maxLength=MAX_CONTENT_BYTES),
     )
-    category: str = Field("general", description="kind of insight", json_schema_extra=_advertise(enum=_values(Category)))
+    category: str = Field(
+        "general", description="kind of insight", json_schema_extra=_shown(enum=_values(Category))
+    )
     importance: int = Field(
-        3, description="1 (trivia) to 5 (critical)", json_schema_extra=_advertise(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX)
+        3, description="1 (trivia) to 5 (critical)",
+        json_schema_extra=_shown(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX),
     )
     tags: list[str] = Field(
         default_factory=list,
         description=f"up to {MAX_TAGS} tags, each at most {MAX_TAG_BYTES} bytes",
-        json_schema_extra=_advertise(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
+        json_schema_extra=_shown(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
     )
     entities: list[str] = Field(
         default_factory=list,
         description=f"up to {MAX_ENTITIES} explicit entities, each at most {MAX_ENTITY_BYTES} bytes",
-        json_schema_extra=_advertise(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
+        json_schema_extra=_shown(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
     )
     entity_mode: str = Field(
         "merge",
         description="merge (given + extracted), provided (given only) or auto (extracted only)",
-        json_schema_extra=_advertise(enum=_values(EntityMode)),
+        json_schema_extra=_shown(enum=_values(EntityMode)),
     )
     source: str = Field(
         "user", description=f"who provided it, at most {MAX_SOURCE_BYTES} bytes",
-        json_schema_extra=_advertise(maxLength=MAX_SOURCE_BYTES),
+        json_schema_extra=_shown(maxLength=MAX_SOURCE_BYTES),
     )
     no_diff: bool = Field(False, description="store even an exact duplicate")
 
@@ -138,10 +141,12 @@ class RememberArgs(Args):
 class RecallArgs(Args):
     query: Query
     limit: Limit = RECALL_LIMIT
-    category: str | None = Field(None, description="only this category", json_schema_extra=_advertise(enum=_values(Category)))
+    category: str | None = Field(
+        None, description="only this category", json_schema_extra=_shown(enum=_values(Category))
+    )
     source: str | None = Field(None, max_length=MAX_SOURCE_BYTES, description="only this source")
     intent: str | None = Field(
-        None, description="override the detected intent", json_schema_extra=_advertise(enum=_values(Intent))
+        None, description="override the detected intent", json_schema_extra=_shown(enum=_values(Intent))
     )
     basic: bool = Field(False, description="plain substring match instead of intent-aware graph recall")
     full: Full = False
@@ -155,7 +160,9 @@ class SearchArgs(Args):
 
 class RelatedArgs(Args):
     id: Id
-    edge_type: str | None = Field(None, description="follow only this edge type", json_schema_extra=_advertise(enum=_values(EdgeType)))
+    edge_type: str | None = Field(
+        None, description="follow only this edge type", json_schema_extra=_shown(enum=_values(EdgeType))
+    )
     depth: int = Field(RELATED_DEPTH, ge=1, le=MAX_DEPTH, description="hops to follow")
     limit: Limit = RELATED_LIMIT
     full: Full = False
@@ -167,9 +174,11 @@ class LinkArgs(Args):
     edge_type: str = Field(
         "semantic",
         description="supersedes is directed (new → old); the other types are written both ways",
-        json_schema_extra=_advertise(enum=_values(EdgeType)),
+        json_schema_extra=_shown(enum=_values(EdgeType)),
     )
-    weight: float = Field(LINK_WEIGHT, description="0.0 to 1.0", json_schema_extra=_advertise(minimum=0.0, maximum=1.0))
+    weight: float = Field(
+        LINK_WEIGHT, description="0.0 to 1.0", json_schema_extra=_shown(minimum=0.0, maximum=1.0)
+    )
     metadata: dict[MetaKey, MetaValue] = Field(
         default_factory=dict,
         max_length=MAX_METADATA,

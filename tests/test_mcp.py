@@ -342,6 +342,21 @@ async def test_readonly_offers_only_the_read_tools(sdk: Any, tmp_path: Path, mem
         assert (m.store.count_log(), m.status().total_insights) == (before, 1)
 
 
+async def test_the_documented_host_config_serves(
+    sdk: Any, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/mcp.md's JSON snippet, run as a host would (the command is this interpreter's `-m mnemon_core`)."""
+    doc = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    snippet = json.loads(doc.split("```json\n", 1)[1].split("```", 1)[0])
+    entry = snippet["mcpServers"]["mnemon"]
+    assert (entry["command"].endswith("/mnemon"), entry["args"]) == (True, ["mcp", "serve"])
+    for key, value in entry["env"].items():
+        monkeypatch.setenv(key, value)
+    async with serve(tmp_path, *entry["args"][2:]) as s:
+        assert list(await listed(s)) == ALL_TOOLS
+        assert (await call(s, "status"))["db_path"] == str(data_dir / "data" / "default" / "mnemon.db")
+
+
 # ---------------------------------------------------------------- start-up
 
 
