@@ -12,7 +12,8 @@ text; any other value as its JSON (tagged `lgjson`), so `get` gives back exactly
 Writing a key again replaces its insight (the new one is remembered, then the old one forgotten).
 
 Reads by key and listings go through a read-only twin of each store, so they do not count as accesses in
-mnemon's lifecycle; a search with a `query` is a real recall and does.
+mnemon's lifecycle (an access-count boost would make every listed item immune to pruning); a search with a
+`query` is a real recall and counts, as any recall does.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from mnemon_core import Memory, NotFoundError, Settings
+from mnemon_core import Insight, Memory, NotFoundError, Settings
 from mnemon_core.stores import list_stores
 
 from ._common import recall_hits
@@ -162,17 +163,15 @@ class MnemonStore(BaseStore):
         want = KEY_TAG + key
         return [h.id for h in ro.search(key_token(key), limit=EVERY_ITEM) if want in h.tags]
 
-    def _item(self, ro: Memory, namespace: tuple[str, ...], id: str, score: float | None = None,
-              search: bool = False) -> Item | None:
-        try:
-            ins = ro.show(id)
-        except NotFoundError:  # forgotten between the search and the read
-            return None
-        decoded = self._decode(ins.content, ins.tags)
+    def _item(self, namespace: tuple[str, ...], ins: Insight | Mapping[str, Any], *, search: bool = False,
+              score: float | None = None) -> Item | None:
+        """The item an insight holds (a model, or its JSON from a recall); None for other faces' insights."""
+        data = ins.model_dump(mode="json") if isinstance(ins, Insight) else ins
+        decoded = self._decode(data["content"], data.get("tags") or [])
         if decoded is None:
             return None
         key, value = decoded
-        created, updated = _time(ins.created_at), _time(ins.updated_at)
+        created, updated = _time(data["created_at"]), _time(data.get("updated_at") or data["created_at"])
         if search:
             return SearchItem(namespace, key, value, created, updated, score)
         return Item(value=value, key=key, namespace=namespace, created_at=created, updated_at=updated)
@@ -210,8 +209,12 @@ class MnemonStore(BaseStore):
         mems = self._memories(tuple(op.namespace), create=False)
         if mems is None:
             return None
-        ids = self._ids_of(mems[1], op.key)
-        return self._item(mems[1], tuple(op.namespace), ids[0]) if ids else None
+        for id in self._ids_of(mems[1], op.key):
+            try:
+                return self._item(tuple(op.namespace), mems[1].get(id))
+            except NotFoundError:  # forgotten between the search and the read
+                continue
+        return None
 
     def _put(self, op: PutOp) -> None:
         namespace = tuple(op.namespace)
@@ -241,8 +244,9 @@ class MnemonStore(BaseStore):
             found.extend(self._recall(mems[0], ns, op, want) if op.query else self._listing(mems[1], ns, op))
         if op.query:
             found.sort(key=lambda it: -(it.score or 0.0))  # stable: namespace order breaks ties
-        else:
-            found.sort(key=lambda it: (it.updated_at, it.key), reverse=True)  # newest first, as Postgres lists
+        else:  # newest first, as LangGraph's Postgres store lists; then by key
+            found.sort(key=lambda it: it.key)
+            found.sort(key=lambda it: it.updated_at, reverse=True)
         return found[op.offset : want]
 
     def _recall(self, mem: Memory, ns: tuple[str, ...], op: SearchOp, want: int) -> list[SearchItem]:
@@ -251,24 +255,17 @@ class MnemonStore(BaseStore):
             hits = recall_hits(mem.recall(op.query or "", limit=limit, verbose=True))
             items = []
             for hit in hits:
-                ins = hit.get("insight") or {}
-                decoded = self._decode(ins.get("content", ""), ins.get("tags") or [])
-                if decoded is None or not matches(decoded[1], op.filter):
-                    continue
-                items.append(SearchItem(ns, decoded[0], decoded[1], _time(ins["created_at"]),
-                                        _time(ins.get("updated_at") or ins["created_at"]), hit.get("score")))
+                item = self._item(ns, hit["insight"], search=True, score=hit.get("score"))
+                if item is not None and matches(item.value, op.filter):
+                    items.append(item)
             # A filter can drop hits: ask recall for more until enough pass or recall has no more.
             if len(items) >= want or len(hits) < limit or not op.filter:
                 return items
             limit *= 4
 
     def _listing(self, ro: Memory, ns: tuple[str, ...], op: SearchOp) -> list[SearchItem]:
-        items = []
-        for hit in ro.search(KEY_TAG, limit=EVERY_ITEM):
-            item = self._item(ro, ns, hit.id, search=True)
-            if item is not None and matches(item.value, op.filter):
-                items.append(item)
-        return items  # type: ignore[return-value]
+        items = (self._item(ns, ins, search=True) for ins in ro.recent(limit=EVERY_ITEM))
+        return [it for it in items if it is not None and matches(it.value, op.filter)]  # type: ignore[misc]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         out: list[tuple[str, ...]] = []
