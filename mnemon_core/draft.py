@@ -137,6 +137,8 @@ class DraftInsight(BaseModel):
     def _importance(cls, v: Any) -> int:
         if v is None or (_is_int(v) and v == 0):
             return DEFAULT_IMPORTANCE
+        if not _is_int(v):
+            raise ValueError(f"importance must be an integer, got {json.dumps(v, ensure_ascii=False)}")
         return validate_importance(v)
 
     @field_validator("tags", mode="before")
@@ -456,17 +458,35 @@ class _Importer:
         if vecs is not None:
             vectors = dict(zip(todo, vecs))
         now, ts = mem._now()
-        with store.transaction():
-            for i in batch:
-                try:
-                    with store.transaction():  # a savepoint: a failing insight leaves nothing behind
-                        self._one(i, vectors.get(i), model, now, ts)
-                except Exception as e:  # noqa: BLE001 — partial success: the error is reported per item
-                    self.ids[i] = None
-                    self.results[i] = ImportItem(index=i, id="", content=self.draft.insights[i].content,
-                                                 action="error", error=f"{type(e).__name__}: {e}")
+        try:
+            with store.transaction():  # the fast path: the whole batch, no per-item savepoints
+                done = [self._one(i, vectors.get(i), model, now, ts) for i in batch]
+        except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
+            done = []
+            with store.transaction():
+                for i in batch:
+                    try:
+                        with store.transaction():  # a savepoint: a failing insight leaves nothing behind
+                            done.append(self._one(i, vectors.get(i), model, now, ts))
+                    except Exception as e:  # noqa: BLE001 — partial success: reported per item
+                        err = f"{type(e).__name__}: {e}"
+                        done.append((ImportItem(index=i, id="", content=self.draft.insights[i].content,
+                                                action="error", error=err), None))
+        for item, source in done:  # only now committed
+            self.results[item.index] = item
+            if item.action == "error":
+                continue
+            self.ids[item.index] = item.id
+            if source is None:
+                self.skipped.append(item.id)
+            else:
+                self.added[item.id] = source
 
-    def _one(self, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float) -> None:
+    def _one(
+        self, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
+    ) -> tuple[ImportItem, str | None]:
+        """Write draft insight i (or find its exact duplicate); returns its result row and, when written,
+        its source."""
         store, mem, di = self.store, self.mem, self.draft.insights[i]
         new_id = str(uuid.uuid4())
         if not self.no_diff:
@@ -474,10 +494,7 @@ class _Importer:
             existing = store.find_by_content(di.content)
             if existing is not None:
                 store.log("import-skip", new_id, f"duplicate of {existing}", now)
-                self.ids[i] = existing
-                self.skipped.append(existing)
-                self.results[i] = ImportItem(index=i, id=existing, content=di.content, action="skipped")
-                return
+                return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
         source = self.draft.source_of(i)
         ents = resolve(store, di.content, di.entities, EntityMode.merge)
         created = di.created_at or now
@@ -490,9 +507,7 @@ class _Importer:
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
         write_insight(store, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
         store.log("import", new_id, mem._detail(di.content), now)
-        self.ids[i] = new_id
-        self.added[new_id] = source
-        self.results[i] = ImportItem(index=i, id=new_id, content=di.content, action="added")
+        return ImportItem(index=i, id=new_id, content=di.content, action="added"), source
 
     def _finish(self) -> tuple[int, list[str]]:
         """One transaction: temporal backbone, explicit edges, EI of everything touched, auto-prune."""
