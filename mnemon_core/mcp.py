@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from . import __version__
 from .errors import MissingExtraError, MnemonError, ReadOnlyError
@@ -50,6 +50,7 @@ from .write.constants import (
     MAX_TAG_BYTES,
     MAX_TAGS,
 )
+from .write.validate import validate_category
 
 # The MCP face's own limits (reference §8.3).
 CONTENT_CHARS = 600
@@ -88,10 +89,20 @@ def _shown(**schema: Any) -> dict[str, Any]:
     return schema
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
 Query = Annotated[
-    str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description=f"at most {MAX_QUERY_CHARS} characters")
+    str,
+    Field(min_length=1, max_length=MAX_QUERY_CHARS, description=f"at most {MAX_QUERY_CHARS} characters"),
+    AfterValidator(_not_blank),
 ]
-Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS, description="an insight id")]
+Id = Annotated[
+    str, Field(min_length=1, max_length=MAX_ID_CHARS, description="an insight id"), AfterValidator(_not_blank)
+]
 Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"maximum results, 1-{MAX_RESULTS}")]
 Full = Annotated[
     bool, Field(description=f"return complete content instead of the {CONTENT_CHARS}-character projection")
@@ -241,6 +252,8 @@ def _describe_one(e: Any, model: type[Args]) -> str:
             return f"{name} must be between {lo} and {hi}, got {value}"
     if kind == "string_too_short":
         return f"{name} must not be empty"
+    if kind == "value_error":
+        return f"{name} {ctx.get('error')}"
     if kind == "string_too_long":
         return f"{name} too long ({len(value)} chars, max {ctx.get('max_length')})"
     if kind == "too_long":
@@ -336,6 +349,8 @@ async def _remember(m: AsyncMemory, a: RememberArgs) -> Any:
 
 
 async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
+    if a.category is not None:  # the engine takes any filter; a name outside the enum is a caller's mistake
+        validate_category(a.category)
     r = await m.recall(a.query, limit=a.limit, intent=a.intent, category=a.category, source=a.source, basic=a.basic)
     return project(r, a.full)
 

@@ -117,6 +117,11 @@ async def test_face_argument_errors_are_one_line_in_the_engine_style(mem: Memory
         ("related", {"id": a, "depth": 11}, "depth must be between 1 and 10, got 11"),
         ("search", {}, "query is required"),
         ("search", {"query": ""}, "query must not be empty"),
+        ("recall", {"query": "  \n "}, "query must not be empty"),
+        ("forget", {"id": " "}, "id must not be empty"),
+        ("recall", {"query": "x", "category": "gossip"},
+         'invalid category "gossip"; valid: preference, decision, fact, insight, context, general'),
+        ("recall", {"query": "x", "intent": "how"}, 'unknown intent "how"; valid: WHY, WHEN, ENTITY, GENERAL'),
         ("search", {"query": "q" * 2001}, "query too long (2001 chars, max 2000)"),
         ("show", {"id": "i" * 257}, "id too long (257 chars, max 256)"),
         ("status", {"verbose": True}, 'unknown argument "verbose"'),
@@ -327,6 +332,30 @@ async def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(sdk: A
             assert await raw_call(s, name, **args) == (True, message), name
             assert (await call(s, "status"))["total_insights"] == 1
         assert [h["id"] for h in (await call(s, "search", query="deploys"))["results"]] == [a]
+
+
+async def test_concurrent_calls_are_served_one_at_a_time(sdk: Any, tmp_path: Path) -> None:
+    import anyio
+
+    texts = [f"Concurrent note number {i} about service {i}" for i in range(12)]
+    results: dict[str, Any] = {}
+
+    async def remember(text: str) -> None:
+        results[text] = await raw_call(s, "remember", content=text)
+
+    async def search() -> None:
+        is_error, body = await raw_call(s, "search", query="concurrent note")
+        assert not is_error, body
+
+    async with serve(tmp_path) as s:
+        async with anyio.create_task_group() as tg:
+            for text in texts:
+                tg.start_soon(remember, text)
+                tg.start_soon(search)
+        status = await call(s, "status")
+    assert all(not is_error for is_error, _ in results.values())
+    assert sorted(json.loads(body)["content"] for _, body in results.values()) == sorted(texts)
+    assert status["total_insights"] == 12
 
 
 async def test_readonly_offers_only_the_read_tools(sdk: Any, tmp_path: Path, mem: Memory) -> None:
