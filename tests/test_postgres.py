@@ -1,0 +1,487 @@
+"""The Postgres store against its reference, the SQLite store: the same calls give the same answers; plus what
+only a server store has — stores isolated in one database, concurrent writer processes, a pool, the HNSW
+index, `mnemon migrate`. Needs a real Postgres with pgvector (tests/pg.py); skipped without one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_cli
+
+pytestmark = pytest.mark.integration
+
+T0 = "2026-01-01T00:00:00Z"
+T1 = "2026-01-01T01:00:00Z"
+T2 = "2026-01-02T00:00:00Z"
+
+
+@pytest.fixture
+def pg(pg_url: str, pg_store_name: str):
+    from mnemon_core.store.postgres import PostgresStore
+
+    s = PostgresStore(pg_url, store=pg_store_name)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sq(tmp_path: Path):
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    s = SQLiteStore(tmp_path / "ref.db")
+    yield s
+    s.close()
+
+
+def full(ins) -> dict:
+    """Every stored field of an insight, the excluded ones too."""
+    return {k: getattr(ins, k) for k in type(ins).model_fields}
+
+
+LONG = "x" * 300  # a token longer than a GIN key may be
+
+
+def fill(store) -> None:
+    """The same writes, through the protocol only."""
+    from mnemon_core.models import Edge, Insight
+    from mnemon_core.text import token_set
+
+    rows = [
+        ("a", "Redis cache because latency matters", "decision", 4, ["infra"], ["Redis"], "agent1", T0),
+        ("b", "redis eviction policy allkeys-lru", "fact", 2, [], ["redis", "Redis"], "agent1", T0),  # tie on time
+        ("c", "数据库 连接池 配置 Redis", "fact", 3, ["db"], ["Redis", "PostgreSQL"], "agent2", T1),
+        ("d", "Café opening hours", "general", 1, [], [], "agent2", T1),
+        ("e", "CAFÉ menu and café prices " + LONG, "context", 3, [], ["Cafe"], "agent1", T2),
+        ("f", "Redis cache because latency matters ", "decision", 3, [], [], "agent1", T2),  # trailing space
+        ("g", "to be forgotten soon", "general", 2, [], ["Redis"], "agent3", T2),
+    ]
+    with store.transaction():
+        for id_, content, cat, imp, tags, ents, src, ts in rows:
+            ins = Insight(id=id_, content=content, category=cat, importance=imp, tags=tags, entities=ents,
+                          source=src, created_at=ts, updated_at=ts, stored_at=ts)
+            store.insert_insight(ins, token_set(" ".join([content, *tags, *ents])))
+        rng = np.random.default_rng(7)
+        for id_ in "abcg":
+            store.set_vector(id_, rng.standard_normal(8).astype(np.float32), "m8")
+        store.set_vector("d", rng.standard_normal(4).astype(np.float32), "m4")
+        for s, t, typ, w in [("a", "b", "semantic", 0.9), ("b", "a", "semantic", 0.9), ("a", "c", "causal", 0.3),
+                             ("e", "d", "supersedes", 1.0), ("c", "g", "entity", 1.0), ("g", "a", "temporal", 0.5)]:
+            store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=typ, weight=w,
+                                   metadata={"k": s + t, "z": "1"}, created_at=T1))
+        store.upsert_edge(Edge(source_id="a", target_id="b", edge_type="semantic", weight=0.7, metadata={},
+                               created_at=T2))  # replaces
+        store.touch(["a", "a", "c"], T2)
+        store.touch(["b"], T2, inc=3)
+        store.set_effective_importance({"a": 0.91, "b": 0.12, "c": 0.33, "d": 0.05, "e": 0.4, "f": 0.2, "g": 0.1})
+        for i in range(3):
+            store.log("remember", "abc"[i], f"detail {i} café", T2)
+    with store.transaction():
+        store.soft_delete(["g"], T2)
+        store.log("forget", "g", "", T2)
+
+
+def test_same_answers_as_sqlite(sq, pg) -> None:
+    from mnemon_core.store.base import Filters, rank_by_coverage
+
+    fill(sq)
+    fill(pg)
+
+    def same(call):
+        assert call(pg) == call(sq)
+        return call(sq)
+
+    assert same(lambda s: [full(i) for i in s.iter_active()])[0]["id"] == "a"
+    same(lambda s: [full(i) for i in s.iter_active(Filters(category="fact"))])
+    same(lambda s: full(s.get_insight("g", include_deleted=True)))
+    assert same(lambda s: s.get_insight("g")) is None
+    same(lambda s: {k: full(v) for k, v in s.get_insights(["c", "a", "g", "zz"]).items()})
+    assert same(lambda s: (s.count_active(), s.count_deleted())) == (6, 1)
+    # exact content: byte-identical only (a trailing space is another text)
+    assert same(lambda s: s.find_by_content("Redis cache because latency matters")) == "a"
+    assert same(lambda s: s.find_by_content("redis cache because latency matters")) is None
+    assert same(lambda s: s.find_by_content("to be forgotten soon")) is None
+    for q, f, ex in [
+        (["redis", "cache"], Filters(), None),
+        (["redis", "数据", "据库"], Filters(), None),
+        (["redis"], Filters(category="fact"), "b"),
+        (["redis"], Filters(source="agent1"), None),
+        ([LONG, "menu"], Filters(), None),
+        (["nothing"], Filters(), None),
+    ]:
+        hits = same(lambda s: sorted(s.token_hits(q, filters=f, exclude=ex)))
+        same(lambda s: rank_by_coverage(s.token_hits(q, filters=f, exclude=ex)))
+        assert all(h.id != "g" for h in hits)
+    assert [h.id for h in pg.token_hits([LONG])] == ["e"]
+    same(lambda s: s.insight_tokens(["a", "c", "g"]))
+    # ties on created_at are broken by insertion order, newest first
+    assert [i.id for i in same(lambda s: s.latest(limit=10))] == ["f", "e", "d", "c", "b", "a"]
+    same(lambda s: [i.id for i in s.latest(source="agent1", exclude="f", limit=2)])
+    same(lambda s: [i.id for i in s.latest(since=T1, limit=10, filters=Filters(category="fact"))])
+    same(lambda s: s.with_entity("Redis", exclude="a", limit=5))
+    same(lambda s: s.known_entities(["redis", "Redis", "Postgresql", "nope"]))
+    assert same(lambda s: s.known_entities(["REDIS", "postgresql"], casefold=True)) == {
+        "redis": "Redis", "postgresql": "PostgreSQL"}
+    same(lambda s: s.entity_hits(["redis", "postgresql"]))
+    same(lambda s: s.entity_hits(["redis"], Filters(source="agent2")))
+    same(lambda s: s.top_entities(10))
+    assert list(same(lambda s: s.count_by_category())) == ["context", "decision", "fact", "general"]
+    # LIKE folds ASCII letters only, as SQLite does: "café" finds "CAFÉ menu" only through "caf"
+    same(lambda s: [i.id for i in s.like_search("CAFÉ", Filters(), 10)])
+    assert [i.id for i in same(lambda s: s.like_search("caf", Filters(), 10))] == ["e", "d"]
+    same(lambda s: [i.id for i in s.like_search("100%_", Filters(), 10)])
+    same(lambda s: [full(i) for i in s.prune_candidates(exclude="a", stored_before=T1, limit=5)])
+    same(lambda s: [full(i) for i in s.prune_candidates(exclude=None, stored_before=None, limit=10)])
+    # vectors
+    ids_sq, mat_sq = sq.vector_matrix("m8", 8)
+    ids_pg, mat_pg = pg.vector_matrix("m8", 8)
+    assert ids_pg == ids_sq == ["a", "b", "c"] and np.array_equal(mat_pg, mat_sq)
+    assert np.array_equal(pg.get_vector("a", "m8"), sq.get_vector("a", "m8"))
+    assert same(lambda s: s.get_vector("a", "m4")) is None
+    assert same(lambda s: s.vector_counts()) == {"m4:4": 1, "m8:8": 3}
+    same(lambda s: [i.id for i in s.unembedded("m8", 10)])
+    # edges
+    same(lambda s: s.edges_of(["a"]))
+    same(lambda s: s.edges_among(["a", "b", "c"]))
+    same(lambda s: s.edges_among(["a", "b", "c"], "semantic"))
+    same(lambda s: s.edge_counts(["a", "b", "g", "zz"]))
+    assert same(lambda s: s.count_edges()) == 4  # g's edges went with it
+    same(lambda s: list(s.iter_edges()))
+    assert same(lambda s: s.supersede_targets(["d", "e"])) == {"d"}
+    pg.delete_edge("a", "c", "causal")
+    sq.delete_edge("a", "c", "causal")
+    same(lambda s: list(s.iter_edges()))
+    # oplog (ids differ by backend only if a row was lost)
+    same(lambda s: s.read_log(10))
+    assert same(lambda s: s.count_log()) == 4
+
+
+def test_stores_are_isolated_in_one_database(pg_url: str) -> None:
+    from mnemon_core.models import Insight
+    from mnemon_core.store.postgres import PostgresStore, drop_store, list_stores
+
+    a, b = PostgresStore(pg_url, store="iso-a"), PostgresStore(pg_url, store="iso_B")
+    try:
+        ins = Insight(id="x", content="only in a", created_at=T0, updated_at=T0)
+        with a.transaction():
+            a.insert_insight(ins, ["only"])
+            a.log("remember", "x", "", T0)
+        assert (a.count_active(), b.count_active(), b.count_log()) == (1, 0, 0)
+        assert b.token_hits(["only"]) == [] and b.get_insight("x") is None
+        assert {"iso-a", "iso_B"} <= set(list_stores(pg_url))
+    finally:
+        a.close()
+        b.close()
+        assert drop_store(pg_url, "iso-a") and drop_store(pg_url, "iso_B")
+    assert drop_store(pg_url, "iso-a") is False
+    assert "iso-a" not in list_stores(pg_url)
+
+
+def test_long_store_name_gets_a_valid_schema(pg_url: str) -> None:
+    from mnemon_core.store.postgres import PostgresStore, drop_store, list_stores, schema_name
+
+    name = "n" * 80
+    assert len(schema_name(name).encode()) <= 63 and schema_name(name) != schema_name("n" * 79)
+    s = PostgresStore(pg_url, store=name)
+    s.close()
+    assert name in list_stores(pg_url)
+    drop_store(pg_url, name)
+
+
+def test_transactions_nest_as_savepoints(pg) -> None:
+    from mnemon_core.models import Insight
+
+    def ins(id_: str) -> Insight:
+        return Insight(id=id_, content=id_, created_at=T0, updated_at=T0)
+
+    with pg.transaction():
+        pg.insert_insight(ins("kept"), ["kept"])
+        with pytest.raises(RuntimeError), pg.transaction():
+            pg.insert_insight(ins("inner"), ["inner"])
+            raise RuntimeError
+        pg.log("remember", "kept", "", T0)
+    assert pg.get_insight("kept") and pg.get_insight("inner") is None and pg.count_log() == 1
+    with pytest.raises(RuntimeError), pg.transaction():
+        pg.insert_insight(ins("outer"), ["outer"])
+        with pg.transaction():
+            pg.log("remember", "outer", "", T0)
+        raise RuntimeError
+    assert pg.get_insight("outer") is None and pg.count_log() == 1 and pg.count_active() == 1
+
+
+def test_oplog_keeps_the_last_5000(pg) -> None:
+    with pg.transaction():
+        for i in range(5003):
+            pg.log("search", None, f"q{i}", T0)
+    assert pg.count_log() == 5000
+    assert [e.detail for e in pg.read_log(2)] == ["q5002", "q5001"]
+    assert pg.read_log(5000)[-1].detail == "q3"
+
+
+def test_readonly(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core.errors import StoreError
+    from mnemon_core.store.postgres import PostgresStore
+
+    with pytest.raises(StoreError, match=f'store "{pg_store_name}" not found'):
+        PostgresStore(pg_url, store=pg_store_name, readonly=True)
+    PostgresStore(pg_url, store=pg_store_name).close()
+    ro = PostgresStore(pg_url, store=pg_store_name, readonly=True)
+    try:
+        assert ro.count_active() == 0
+        with pytest.raises(Exception, match="read-only transaction"):
+            ro.log("x", None, "", T0)
+    finally:
+        ro.close()
+
+
+def test_bad_url_is_a_store_error() -> None:
+    from mnemon_core.errors import StoreError
+    from mnemon_core.store.postgres import PostgresStore, redact
+
+    assert redact("postgresql://bob:s3cret@db.example:5432/mem") == "postgresql://bob@db.example:5432/mem"
+    with pytest.raises(StoreError, match=r"^cannot connect to postgresql://bob@/nowhere\?host=/nonexistent"):
+        PostgresStore("postgresql://bob:pw@/nowhere?host=/nonexistent", store="x")
+
+
+def test_vector_matrix_follows_other_writers(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core.models import Insight
+    from mnemon_core.store.postgres import PostgresStore
+
+    w, r = PostgresStore(pg_url, store=pg_store_name), PostgresStore(pg_url, store=pg_store_name, pool=True)
+    try:
+        assert r.vector_matrix("m", 3)[0] == []
+        with w.transaction():
+            for i in range(3):
+                w.insert_insight(Insight(id=f"v{i}", content=f"v{i}", created_at=T0, updated_at=T0), [])
+                w.set_vector(f"v{i}", np.array([1.0, i, 0.0], dtype=np.float32), "m")
+        ids, mat = r.vector_matrix("m", 3)
+        assert ids == ["v0", "v1", "v2"]
+        assert np.allclose(mat[1], np.array([1, 1, 0]) / np.sqrt(2))
+        with w.transaction():
+            w.soft_delete(["v0"], T1)
+            w.set_vector("v2", np.array([0.0, 0.0, 2.0], dtype=np.float32), "m")
+            w.set_vector("v1", np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32), "m")  # another dimension
+        ids, mat = r.vector_matrix("m", 3)
+        assert ids == ["v2"] and np.array_equal(mat, np.array([[0, 0, 1]], dtype=np.float32))
+        assert r.vector_matrix("m", 4)[0] == ["v1"]
+    finally:
+        w.close()
+        r.close()
+
+
+def test_nearest_uses_the_hnsw_index(pg) -> None:
+    from mnemon_core.models import Insight
+
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    with pg.transaction():
+        for i, v in enumerate(vecs):
+            pg.insert_insight(Insight(id=f"n{i:03d}", content=f"n{i}", created_at=T0, updated_at=T0), [])
+            pg.set_vector(f"n{i:03d}", v, "m16")
+        pg.soft_delete(["n000"], T1)
+    q = vecs[0] + 0.01
+    unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    cos = unit @ (q / np.linalg.norm(q))
+    want = [f"n{i:03d}" for i in np.argsort(-cos) if i != 0][:5]
+    got = pg.nearest("m16", q, 5)
+    assert [g[0] for g in got] == want
+    assert np.allclose([g[1] for g in got], sorted(cos[[int(w[1:]) for w in want]], reverse=True), atol=1e-5)
+    with pg._conn() as conn:
+        conn.execute(f'ANALYZE "{pg.schema}".insights')  # as autovacuum would; without statistics a sort looks cheaper
+        plan = "\n".join(r[0] for r in conn.execute(
+            f'EXPLAIN SELECT id FROM "{pg.schema}".insights WHERE embed_model = \'m16\' '
+            "AND vector_dims(embedding) = 16 AND deleted_at IS NULL "
+            "ORDER BY embedding::vector(16) <=> %s LIMIT 5", (q,)).fetchall())
+    assert "insights_hnsw_" in plan
+
+
+def test_pool_serves_threads_each_with_its_own_transaction(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core import Memory
+    from mnemon_core.store.postgres import PostgresStore
+
+    m = Memory(database_url=pg_url, store=pg_store_name, embedder=None)
+    m._store = PostgresStore(pg_url, store=pg_store_name, pool=True, pool_max=4)
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(15):
+                m.remember(f"thread {t} note {i} about pools", source=f"t{t % 2}", entities=["Pool"],
+                           entity_mode="provided")
+                m.search("pools")
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert m.status().total_insights == 60
+    assert m._store._pool.get_stats()["pool_size"] > 1
+    chain_ok(m.store, 60, {f"t{t}": 30 for t in range(2)})
+    m.close()
+
+
+def chain_ok(store, total: int, per_source: dict[str, int]) -> None:
+    """Every source's backbone is one chain (each insight precedes at most one and follows at most one), and
+    every insight after the first five is linked to exactly five earlier ones of the shared entity."""
+    edges = list(store.iter_edges())
+    precedes = [(e.source_id, e.target_id) for e in edges if e.metadata.get("direction") == "precedes"]
+    assert len(precedes) == sum(n - 1 for n in per_source.values())
+    assert len({s for s, _ in precedes}) == len(precedes) == len({t for _, t in precedes})
+    entity = [e for e in edges if e.edge_type == "entity"]
+    assert len(entity) == 2 * (10 + 5 * (total - 5))
+    assert store.count_log() >= total
+
+
+WRITER = """
+import sys, time
+from mnemon_core import Memory
+proc, n, start, same = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "same"
+m = Memory()
+m.status()
+while time.time() < start:
+    time.sleep(0.001)
+for i in range(n):
+    text = f"shared note {i} about the deploy" if same else f"process {proc} note {i} about the deploy"
+    r = m.remember(text, source=f"p{proc % 3}", entities=["Deploy"], entity_mode="provided")
+    print(r.action)
+"""
+
+
+def run_writers(pg_url: str, store: str, procs: int, n: int, same: bool) -> list[str]:
+    from mnemon_core import Memory
+
+    Memory(database_url=pg_url, store=store).status()  # create the store before the race
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MNEMON_DATABASE_URL=pg_url, MNEMON_STORE=store,
+               MNEMON_EMBEDDER="none")
+    start = time.time() + 3.0
+    ps = [subprocess.Popen([sys.executable, "-c", WRITER, str(p), str(n), str(start), "same" if same else "own"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in range(procs)]
+    outs = [p.communicate(timeout=300) for p in ps]
+    assert [p.returncode for p in ps] == [0] * procs, [o[1][-2000:] for o in outs]
+    return [line for o in outs for line in o[0].split()]
+
+
+def test_concurrent_writers_lose_nothing(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core import Memory
+
+    actions = run_writers(pg_url, pg_store_name, procs=6, n=30, same=False)
+    assert actions == ["added"] * 180
+    m = Memory(database_url=pg_url, store=pg_store_name)
+    assert m.status().total_insights == 180
+    assert m.store.count_log() == 180
+    chain_ok(m.store, 180, {f"p{p}": 60 for p in range(3)})  # two processes write each source
+    m.close()
+
+
+def test_same_text_at_once_is_stored_once(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core import Memory
+
+    actions = run_writers(pg_url, pg_store_name, procs=6, n=15, same=True)
+    assert sorted(set(actions)) == ["added", "skipped"] and actions.count("added") == 15
+    m = Memory(database_url=pg_url, store=pg_store_name)
+    contents = [i.content for i in m.store.iter_active()]
+    assert len(contents) == len(set(contents)) == 15
+    assert sum(1 for e in m.store.read_log(200) if e.operation == "diff-skip") == 75
+    m.close()
+
+
+# ------------------------------------------------------------------ mnemon migrate
+
+
+def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core import Memory
+    from mnemon_core.store.dump import sqlite_insights, sqlite_oplog
+    from mnemon_core.store.postgres import PostgresStore
+
+    src = Memory(store=pg_store_name)
+    a = src.remember("Postgres holds the team memory because agents run on many machines",
+                     entities=["Postgres"]).id
+    b = src.remember("pgvector serves the vector signal with an HNSW index", entities=["pgvector"]).id
+    c = src.remember("a note that will be forgotten").id
+    src.link(a, b, type="causal", weight=0.8, metadata={"sub_type": "enables"})
+    src.forget(c)
+    src.search("vector signal")
+    rng = np.random.default_rng(1)
+    with src.store.transaction():
+        for id_ in (a, b, c):
+            src.store.set_vector(id_, rng.standard_normal(12).astype(np.float32), "toy")
+    before = src.status().model_dump()
+    src.close()
+
+    r = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
+    assert r.code == 0, r.err
+    out = r.json()
+    assert {k: out[k] for k in ("store", "insights", "active", "deleted", "vectors", "edges", "oplog",
+                                "verified")} == {
+        "store": pg_store_name, "insights": 3, "active": 2, "deleted": 1, "vectors": 3, "edges": before["edge_count"],
+        "oplog": before["oplog_count"], "verified": True}
+    assert out["checksum"].startswith("sha256:") and len(out["checksum"]) == 71
+
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    sq = SQLiteStore(data_dir / "data" / pg_store_name / "mnemon.db", readonly=True)
+    pg = PostgresStore(pg_url, store=pg_store_name)
+    try:
+        for x, y in zip(sqlite_insights(sq), pg.dump_insights(), strict=True):
+            assert full(x.insight) == full(y.insight) and x.tokens == y.tokens and x.model == y.model
+            assert (x.vector is None) == (y.vector is None)
+            assert x.vector is None or np.array_equal(x.vector, y.vector)
+        assert list(sq.iter_edges()) == list(pg.iter_edges())
+        assert list(sqlite_oplog(sq)) == list(pg.dump_oplog())
+        assert pg.vector_matrix("toy", 12)[0] == sq.vector_matrix("toy", 12)[0] == [a, b]
+        assert pg.nearest("toy", sq.get_vector(b, "toy"), 1)[0][0] == b
+    finally:
+        sq.close()
+        pg.close()
+    # the copy is a working store: same status, and the next write continues its ids and counters
+    after = Memory(database_url=pg_url, store=pg_store_name)
+    st = after.status().model_dump()
+    assert {k: v for k, v in st.items() if k not in ("db_path", "db_size_bytes")} == {
+        k: v for k, v in before.items() if k not in ("db_path", "db_size_bytes")}
+    last = after.log(limit=1)[0].id
+    after.remember("written after the move")
+    assert after.log(limit=1)[0].id == last + 1 and after.status().total_insights == 3
+    after.close()
+
+    again = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
+    assert again.code == 1 and again.out == ""
+    assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "sqlite:/nonexistent/x.db", "--to", "PGURL"], "Error: database not found: /nonexistent/x.db\n"),
+        (["--from", "sqlite:", "--to", "sqlite:/tmp/x.db"],
+         "Error: --to must be a postgresql:// URL, got 'sqlite:/tmp/x.db'\n"),
+        (["--from", "mysql://x", "--to", "PGURL"],
+         "Error: --from must be sqlite:PATH or a postgresql:// URL, got 'mysql://x'\n"),
+    ],
+)
+def test_migrate_refuses_bad_endpoints(args: list[str], message: str, pg_url: str) -> None:
+    r = run_cli("migrate", *[pg_url if a == "PGURL" else a for a in args])
+    assert (r.code, r.out, r.err) == (1, "", message)
+
+
+def test_cli_reaches_postgres_with_database_url(pg_url: str, pg_store_name: str) -> None:
+    r = run_cli("--database-url", pg_url, "--store", pg_store_name, "remember", "the CLI talks to Postgres",
+                "--cat", "fact")
+    assert r.code == 0, r.err
+    assert r.json()["action"] == "added"
+    st = run_cli("status", env={"MNEMON_DATABASE_URL": pg_url, "MNEMON_STORE": pg_store_name}).json()
+    assert st["total_insights"] == 1 and st["by_category"] == {"fact": 1}
+    assert st["db_path"].endswith(f"(store {pg_store_name})") and ":@" not in st["db_path"]
+    hits = json.loads(run_cli("--database-url", pg_url, "--store", pg_store_name, "search", "postgres").out)
+    assert [h["content"] for h in hits] == ["the CLI talks to Postgres"]
