@@ -219,7 +219,7 @@ def _tidy(node: Any) -> Any:
         return [_tidy(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _tidy(v) for k, v in node.items() if k != "title"}
+    out = {k: _tidy(v) for k, v in node.items() if k not in ("title", "properties")}
     if "properties" in node:  # property names are data here, not schema keywords
         out["properties"] = {k: _tidy(v) for k, v in node["properties"].items()}
     options = out.get("anyOf")
