@@ -306,8 +306,17 @@ class Memory:
         return import_draft(self, draft, dry_run=dry_run, no_diff=no_diff)
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> Any:
-        """Embed one insight, backfill (`all`), or report coverage (`status`)."""
-        raise NotImplementedError("embed: being built")
+        """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
+        checked in that order. Results are the models of `mnemon_core.embed_ops`."""
+        from . import embed_ops
+
+        if status:
+            return embed_ops.status(self)
+        if id:
+            return embed_ops.embed_one(self, id)
+        if all:
+            return embed_ops.backfill(self)
+        raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
 
     # ------------------------------------------------------------------ link / forget / show
 
