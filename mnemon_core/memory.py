@@ -41,7 +41,7 @@ from .models import (
     SemanticCandidate,
     StatusResult,
 )
-from .store import Store, open_store, rank_by_coverage
+from .store import Store, open_store
 from .text import coverage, token_set
 from .timeutil import days_since, iso
 from .write import candidates, diff
@@ -391,7 +391,7 @@ class Memory:
         store = self.store
         q = token_set(query)
         n = len(q) or 1
-        top = rank_by_coverage(store.token_hits(q))[:limit]
+        top = store.token_hits(q, limit=limit)
         rows = store.get_insights([h.id for h in top])
         out = [
             SearchHit(id=h.id, content=rows[h.id].content, category=rows[h.id].category,

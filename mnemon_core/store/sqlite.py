@@ -183,13 +183,15 @@ def _fts_phrase(token: str) -> str:
 
 
 def _where(filters: Filters, alias: str = "") -> tuple[str, list[str]]:
+    # Unary + keeps these terms off the indexes: without ANALYZE stats SQLite takes `deleted_at IS NULL` (or a
+    # two-valued source) for selective and scans every active row instead of using the id / created_at index.
     p = f"{alias}." if alias else ""
-    sql, args = f"{p}deleted_at IS NULL", []
+    sql, args = f"+{p}deleted_at IS NULL", []
     if filters.category is not None:
-        sql += f" AND {p}category = ?"
+        sql += f" AND +{p}category = ?"
         args.append(filters.category)
     if filters.source is not None:
-        sql += f" AND {p}source = ?"
+        sql += f" AND +{p}source = ?"
         args.append(filters.source)
     return sql, args
 
@@ -325,7 +327,7 @@ class SQLiteStore:
             chunk = ids[i : i + 900]
             q = ",".join("?" * len(chunk))
             for r in self.db.execute(
-                f"SELECT {_INSIGHT_COLS} FROM insights WHERE id IN ({q}) AND deleted_at IS NULL", chunk
+                f"SELECT {_INSIGHT_COLS} FROM insights WHERE id IN ({q}) AND +deleted_at IS NULL", chunk
             ):
                 out[r[0]] = _row_to_insight(r)
         return out
@@ -418,7 +420,8 @@ class SQLiteStore:
     # ------------------------------------------------------------------ tokens and entities
 
     def token_hits(
-        self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None
+        self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
+        limit: int | None = None, by: str = "coverage",
     ) -> list[TokenHit]:
         toks = sorted(set(tokens))
         if not toks:
@@ -429,10 +432,20 @@ class SQLiteStore:
             where += " AND i.id != ?"
             args.append(exclude)
         sql = (
-            f"SELECT i.id, count(*), i.n_tokens, i.importance, i.created_at FROM ({union}) m "
+            f"SELECT i.id, count(*) AS hits, i.n_tokens, i.importance, i.created_at FROM ({union}) m "
             f"JOIN insights i ON i.rowid = m.r WHERE {where} GROUP BY m.r"
         )
-        return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args])]
+        tail: list[object] = []
+        if limit is not None:
+            # The same orders as rank_by_coverage / the token-overlap fallback, done by SQLite so that a common
+            # token matching thousands of rows does not cost thousands of Python objects.
+            if by == "coverage":
+                sql += " ORDER BY hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
+                tail = [limit]
+            else:
+                sql += " ORDER BY CAST(hits AS REAL) / max(1, min(?, i.n_tokens)) DESC, i.id ASC LIMIT ?"
+                tail = [len(toks), limit]
+        return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args, *tail])]
 
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         out: dict[str, frozenset[str]] = {}
@@ -655,7 +668,7 @@ class SQLiteStore:
             q = ",".join("?" * len(chunk))
             for r in self.db.execute(
                 f"SELECT id, importance, created_at, category, source FROM insights "
-                f"WHERE id IN ({q}) AND deleted_at IS NULL",
+                f"WHERE id IN ({q}) AND +deleted_at IS NULL",
                 chunk,
             ):
                 out[r[0]] = (r[1], r[2], r[3] or "general", r[4] or "")

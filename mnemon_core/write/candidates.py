@@ -33,7 +33,7 @@ def semantic_candidates(
     if not picks and tokens:
         n = len(tokens)
         scored = []
-        for h in store.token_hits(tokens, exclude=new.id):
+        for h in store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_REVIEW_MAX, by="overlap"):
             m = min(n, h.n_tokens)
             score = h.hits / m if m else 0.0
             if score >= SEMANTIC_TOKEN_FALLBACK:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..store import Store, rank_by_coverage
+from ..store import Store
 from ..text import jaccard, token_set
 from .constants import (
     DIFF_ADD_BELOW,
@@ -63,7 +63,7 @@ def suggest(
 ) -> tuple[str, list[DiffMatch]]:
     """The advisory label and the matches behind it. `cosines`: calibrated cosine of the new vector with
     each embedded active insight (absent without vectors)."""
-    top = [h.id for h in rank_by_coverage(store.token_hits(tokens))[:DIFF_CANDIDATES]]
+    top = [h.id for h in store.token_hits(tokens, limit=DIFF_CANDIDATES)]
     cos = cosines or {}
     extra = []
     if cos:
