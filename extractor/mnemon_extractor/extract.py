@@ -10,9 +10,10 @@ insights repeated across chunks, validate the whole draft once more. Nothing the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -374,7 +375,8 @@ class Extractor:
                                      overlap_tokens=self.overlap_tokens, count_tokens=self.count_tokens)
         collected = Collected()
         failures: list[ChunkFailure] = []
-        with progress_bar(len(chunks), "extracting") if self.progress else _no_bar() as advance:
+        no_bar = contextlib.nullcontext(lambda n: None)
+        with progress_bar(len(chunks), "extracting") if self.progress else no_bar as advance:
             for chunk in chunks:
                 self._chunk(chunk, len(chunks), collected, failures)
                 advance(1)
@@ -414,14 +416,6 @@ class Extractor:
 
         for s, t, edge in answer.value.edges:
             collected.link(glob(s), glob(t), edge)
-
-
-class _no_bar:  # noqa: N801 - used like progress_bar
-    def __enter__(self) -> Callable[[int], None]:
-        return lambda n: None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def write_draft(draft: ImportDraft, path: str | Path) -> None:

@@ -155,10 +155,8 @@ def extract_json(content: str) -> Any:
 
 def describe(err: Exception) -> str:
     """A one-line reason for a rejected answer (pydantic's list, mnemon's message, or ours)."""
-    try:
-        from pydantic import ValidationError as PydanticError
-    except ImportError:  # pragma: no cover - pydantic is a core dependency
-        PydanticError = ()  # type: ignore[assignment]  # noqa: N806
+    from pydantic import ValidationError as PydanticError
+
     if isinstance(err, PydanticError):
         parts = []
         for e in err.errors(include_url=False)[:8]:

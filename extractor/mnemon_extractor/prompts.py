@@ -8,7 +8,8 @@ schema of structured outputs); the limits of the draft format are checked afterw
 from __future__ import annotations
 
 import json
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -146,7 +147,7 @@ class JudgeAnswer(BaseModel):
     decisions: list[JudgeDecision] = Field(description="one decision per candidate")
 
 
-def judge_messages(new: dict[str, object], candidates: list[dict[str, object]]) -> list[dict[str, str]]:
+def judge_messages(new: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     data = json.dumps({"new_memory": new, "candidates": candidates}, ensure_ascii=False, indent=1)
     data = data.replace("`", "\\u0060")  # still the same JSON, but quoted text cannot close the code fence
     user = (

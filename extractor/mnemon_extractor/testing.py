@@ -85,7 +85,7 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -103,8 +103,12 @@ class FakeOpenAIServer:
 
             def _send(self, reply: Reply, req: dict[str, Any]) -> None:
                 body = reply.body if reply.body is not None else completion(req, reply)
-                data = json.dumps(body).encode() if not isinstance(body, (bytes, str)) else (
-                    body.encode() if isinstance(body, str) else body)
+                if isinstance(body, bytes):
+                    data = body
+                elif isinstance(body, str):  # raw text: a server that answers with something not JSON
+                    data = body.encode()
+                else:
+                    data = json.dumps(body).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
@@ -132,7 +136,7 @@ class FakeOpenAIServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> FakeOpenAIServer:
         self._thread.start()
