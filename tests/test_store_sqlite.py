@@ -1,0 +1,107 @@
+"""The SQLite store on its own: migrations from an older file, nested transactions, the vector cache."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from mnemon_core.models import Edge, Insight
+from mnemon_core.store.sqlite import MIGRATIONS, SQLiteStore
+
+V0115_SCHEMA = """
+CREATE TABLE insights (id TEXT PRIMARY KEY, content TEXT NOT NULL, category TEXT DEFAULT 'general',
+  importance INTEGER DEFAULT 3, tags TEXT DEFAULT '[]', entities TEXT DEFAULT '[]', source TEXT DEFAULT 'user',
+  access_count INTEGER DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, deleted_at TEXT,
+  last_accessed_at TEXT, embedding BLOB, effective_importance REAL DEFAULT 0.5);
+CREATE TABLE edges (source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+  target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+  edge_type TEXT NOT NULL CHECK (edge_type IN ('temporal','semantic','causal','entity','narrative')),
+  weight REAL DEFAULT 1.0, metadata TEXT DEFAULT '{}', created_at TEXT NOT NULL,
+  PRIMARY KEY (source_id, target_id, edge_type));
+CREATE TABLE oplog (id INTEGER PRIMARY KEY AUTOINCREMENT, operation TEXT NOT NULL, insight_id TEXT,
+  detail TEXT DEFAULT '', created_at TEXT NOT NULL);
+INSERT INTO insights (id, content, category, entities, created_at, updated_at)
+  VALUES ('a', 'Qdrant filtering is fast', 'fact', '["Qdrant"]', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'),
+         ('b', 'an old story', 'narrative', '[]', '2026-01-02T00:00:00Z', '2026-01-02T00:00:00Z');
+INSERT INTO edges VALUES ('a', 'b', 'narrative', 1.0, '{}', '2026-01-02T00:00:00Z');
+INSERT INTO edges VALUES ('b', 'a', 'temporal', 1.0, '{}', '2026-01-02T00:00:00Z');
+PRAGMA user_version = 1;
+"""
+
+
+def schema(path) -> dict[str, list[str]]:
+    db = sqlite3.connect(path)
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%fts%'")]
+    out = {t: sorted(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in sorted(tables)}
+    db.close()
+    return out
+
+
+def test_old_file_and_blank_file_end_with_the_same_schema(tmp_path) -> None:
+    old = tmp_path / "old.db"
+    db = sqlite3.connect(old)
+    db.executescript(V0115_SCHEMA)
+    db.close()
+    SQLiteStore(old).close()
+    SQLiteStore(tmp_path / "new.db").close()
+    assert schema(old) == schema(tmp_path / "new.db")
+    s = SQLiteStore(old)
+    assert s.db.execute("PRAGMA user_version").fetchone()[0] == 100 + len(MIGRATIONS)
+    assert [e.edge_type for e in s.iter_edges()] == ["temporal"]  # narrative edges purged
+    assert s.get_insight("b") is None and s.count_deleted() == 1  # narrative insights soft-deleted
+    assert s.get_insight("a").stored_at == "2026-01-01T00:00:00Z"  # stored_at backfilled
+    assert [h.id for h in s.token_hits({"qdrant"})] == ["a"]  # search tables backfilled
+    assert s.with_entity("Qdrant", exclude="x", limit=5) == ["a"]
+    s.upsert_edge(Edge(source_id="a", target_id="b", edge_type="supersedes", created_at="2026-01-03T00:00:00Z"))
+    s.close()
+
+
+def test_migrations_are_numbered_without_gaps() -> None:
+    assert [m.__name__[:4] for m in MIGRATIONS] == [f"_m{n:03d}"[:4] for n in range(1, len(MIGRATIONS) + 1)]
+
+
+def _insight(id_: str, content: str = "x") -> Insight:
+    t = "2026-01-01T00:00:00Z"
+    return Insight(id=id_, content=content, created_at=t, updated_at=t, stored_at=t)
+
+
+def test_nested_transaction_rolls_back_inner_only(tmp_path) -> None:
+    s = SQLiteStore(tmp_path / "t.db")
+    with s.transaction():
+        s.insert_insight(_insight("outer"), {"x"})
+        with pytest.raises(RuntimeError):
+            with s.transaction():
+                s.insert_insight(_insight("inner"), {"x"})
+                raise RuntimeError("boom")
+    assert s.get_insight("outer") is not None and s.get_insight("inner") is None
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.insert_insight(_insight("gone"), {"x"})
+            raise RuntimeError("boom")
+    assert s.get_insight("gone") is None
+    s.close()
+
+
+def test_vector_matrix_follows_writes_from_another_connection(tmp_path) -> None:
+    path = tmp_path / "v.db"
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    with a.transaction():
+        for i in range(3):
+            a.insert_insight(_insight(f"i{i}"), {"x"})
+            a.set_vector(f"i{i}", np.eye(4, dtype=np.float32)[i] * 2, "m")
+    ids, mat = b.vector_matrix("m", 4)
+    assert ids == ["i0", "i1", "i2"]
+    assert np.allclose(np.linalg.norm(mat, axis=1), 1.0)
+    with a.transaction():
+        a.soft_delete(["i1"], "2026-01-02T00:00:00Z")
+        a.insert_insight(_insight("i3"), {"x"})
+        a.set_vector("i3", np.ones(4, dtype=np.float32), "m")
+        a.insert_insight(_insight("other"), {"x"})
+        a.set_vector("other", np.ones(8, dtype=np.float32), "m")  # another dimension: ignored
+    ids, _ = b.vector_matrix("m", 4)
+    assert ids == ["i0", "i2", "i3"]
+    assert b.vector_counts() == {"m:4": 3, "m:8": 1}
+    a.close()
+    b.close()
