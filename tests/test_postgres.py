@@ -119,6 +119,9 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     ]:
         hits = same(lambda s: sorted(s.token_hits(q, filters=f, exclude=ex)))
         same(lambda s: rank_by_coverage(s.token_hits(q, filters=f, exclude=ex)))
+        for by in ("coverage", "overlap"):
+            for n in (1, 2, 10):
+                same(lambda s: s.token_hits(q, filters=f, exclude=ex, limit=n, by=by))
         assert all(h.id != "g" for h in hits)
     assert [h.id for h in pg.token_hits([LONG])] == ["e"]
     same(lambda s: s.insight_tokens(["a", "c", "g"]))
@@ -159,6 +162,10 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     pg.delete_edge("a", "c", "causal")
     sq.delete_edge("a", "c", "causal")
     same(lambda s: list(s.iter_edges()))
+    # recall's plain-tuple reads
+    same(lambda s: s.insight_meta(["a", "c", "g", "zz"]))
+    same(lambda s: sorted(s.adjacency(["a", "b", "e"])))
+    assert same(lambda s: s.superseded_ids()) == {"d"}
     # oplog (ids differ by backend only if a row was lost)
     same(lambda s: s.read_log(10))
     assert same(lambda s: s.count_log()) == 4
@@ -272,6 +279,45 @@ def test_vector_matrix_follows_other_writers(pg_url: str, pg_store_name: str) ->
         ids, mat = r.vector_matrix("m", 3)
         assert ids == ["v2"] and np.array_equal(mat, np.array([[0, 0, 1]], dtype=np.float32))
         assert r.vector_matrix("m", 4)[0] == ["v1"]
+    finally:
+        w.close()
+        r.close()
+
+
+def test_graph_version_moves_with_any_writer(pg_url: str, pg_store_name: str) -> None:
+    from mnemon_core.models import Edge, Insight
+    from mnemon_core.store.postgres import PostgresStore
+
+    w, r = PostgresStore(pg_url, store=pg_store_name), PostgresStore(pg_url, store=pg_store_name)
+    try:
+        seen = [r.graph_version()]
+
+        def moved() -> bool:
+            seen.append(r.graph_version())
+            return seen[-1] != seen[-2]
+
+        with w.transaction():
+            for id_ in ("p", "q"):
+                w.insert_insight(Insight(id=id_, content=id_, created_at=T0, updated_at=T0), [id_])
+        assert moved()
+        w.touch(["p"], T1)
+        w.set_effective_importance({"p": 0.2})
+        w.log("show", "p", "", T1)
+        assert not moved()  # access counts, EI and the oplog are not the graph
+        w.upsert_edge(Edge(source_id="p", target_id="q", edge_type="semantic", weight=0.5, created_at=T1))
+        assert moved()
+        w.upsert_edge(Edge(source_id="p", target_id="q", edge_type="semantic", weight=0.6, created_at=T1))
+        assert moved()
+        w.delete_edge("p", "q", "semantic")
+        assert moved()
+        with w.transaction():
+            w.soft_delete(["q"], T1)
+        assert moved()
+        with pytest.raises(RuntimeError), w.transaction():
+            w.upsert_edge(Edge(source_id="p", target_id="q", edge_type="causal", weight=0.5, created_at=T1))
+            assert w.graph_version() != seen[-1]  # the writer sees its own change at once
+            raise RuntimeError
+        assert not moved()  # rolled back: nothing changed for anyone else
     finally:
         w.close()
         r.close()

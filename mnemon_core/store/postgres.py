@@ -209,7 +209,27 @@ def _m001_initial(run: Callable[[str], None]) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Callable[[str], None]], None]] = [_m001_initial]
+def _m002_graph_version(run: Callable[[str], None]) -> None:
+    """A counter that moves with every statement that changes insights' liveness or edges, so a reader's
+    memo of the graph (recall) knows when to drop (`graph_version`)."""
+    run(
+        """
+        INSERT INTO {s}.mnemon_meta VALUES ('graph', 0) ON CONFLICT DO NOTHING;
+        CREATE FUNCTION {s}.bump_graph() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {s}.mnemon_meta SET value = value + 1 WHERE key = 'graph';
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER insights_graph AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF deleted_at, importance,
+            category, source, created_at ON {s}.insights FOR EACH STATEMENT EXECUTE FUNCTION {s}.bump_graph();
+        CREATE TRIGGER edges_graph AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {s}.edges
+            FOR EACH STATEMENT EXECUTE FUNCTION {s}.bump_graph();
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[Callable[[str], None]], None]] = [_m001_initial, _m002_graph_version]
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -616,8 +636,11 @@ class PostgresStore:
     # ------------------------------------------------------------------ tokens and entities
 
     def token_hits(
-        self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None
+        self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
+        limit: int | None = None, by: str = "coverage",
     ) -> list[TokenHit]:
+        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best: by "coverage" (hits desc,
+        importance desc, newer, id) or by "overlap" (hits / min(|tokens|, n_tokens) desc, id)."""
         toks = sorted(set(tokens))
         if not toks:
             return []
@@ -626,11 +649,21 @@ class PostgresStore:
             where += " AND id <> %s"
             args.append(exclude)
         # `terms` holds distinct tokens, so the count of those in the query is the number of distinct hits.
-        rows = self._exec(
-            "SELECT id, (SELECT count(*) FROM unnest(terms) AS t WHERE t = ANY(%s::text[]))::int, n_tokens, "
-            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {where}",
-            [toks, sorted({term_key(t) for t in toks}), *args],
+        sql = (
+            "SELECT id, hits, n_tokens, importance, created_at FROM (SELECT id, "
+            "(SELECT count(*) FROM unnest(terms) AS t WHERE t = ANY(%s::text[]))::int AS hits, n_tokens, "
+            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {where}) m"
         )
+        tail: list[Any] = []
+        if limit is not None:
+            # The orders of rank_by_coverage and of the token-overlap fallback, as the SQLite store sorts them.
+            if by == "coverage":
+                sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
+                tail = [limit]
+            else:
+                sql += " ORDER BY hits::float8 / greatest(1, least(%s, n_tokens)) DESC, id ASC LIMIT %s"
+                tail = [len(toks), limit]
+        rows = self._exec(sql, [toks, sorted({term_key(t) for t in toks}), *args, *tail])
         return [TokenHit(*r) for r in rows]
 
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
@@ -899,6 +932,47 @@ class PostgresStore:
         rows = self._exec(
             "SELECT DISTINCT target_id FROM {s}.edges WHERE edge_type = 'supersedes' AND target_id = ANY(%s::text[])",
             (ids,),
+        )
+        return {r[0] for r in rows}
+
+    # ------------------------------------------------------------------ recall (plain tuples, no models)
+
+    def graph_version(self) -> int:
+        # Moved by triggers on every change to insights or edges, by any process; this connection's own
+        # uncommitted changes count too.
+        r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'")
+        return int(r[0]) if r else 0
+
+    def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        rows = self._exec(
+            "SELECT id, importance, created_at, category, source FROM {s}.insights "
+            "WHERE id = ANY(%s::text[]) AND deleted_at IS NULL",
+            (ids,),
+        )
+        return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
+
+    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        rows = self._exec(
+            "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM {s}.edges e "
+            "JOIN {s}.insights i ON i.id = e.target_id AND i.deleted_at IS NULL "
+            "WHERE e.source_id = ANY(%s::text[]) UNION ALL "
+            "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM {s}.edges e "
+            "JOIN {s}.insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
+            "WHERE e.target_id = ANY(%s::text[])",
+            (ids, ids),
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def superseded_ids(self) -> set[str]:
+        rows = self._exec(
+            "SELECT DISTINCT e.target_id FROM {s}.edges e JOIN {s}.insights i ON i.id = e.target_id "
+            "WHERE e.edge_type = 'supersedes' AND i.deleted_at IS NULL"
         )
         return {r[0] for r in rows}
 
