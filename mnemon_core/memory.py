@@ -170,8 +170,14 @@ class Memory:
         """Oplog detail for content: the content itself, except through MCP where it is only fingerprinted."""
         if self.settings.origin == "mcp":
             digest = hashlib.sha256(content.encode()).hexdigest()[:16]
-            return f"origin=mcp bytes={len(content.encode())} sha256={digest}"
+            return f"bytes={len(content.encode())} sha256={digest}"
         return content
+
+    def _log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
+        """One oplog row; rows written through MCP say so."""
+        if self.settings.origin == "mcp":
+            detail = f"origin=mcp {detail}".rstrip()
+        self.store.log(operation, insight_id, detail, now)
 
     # ------------------------------------------------------------------ remember
 
@@ -222,7 +228,7 @@ class Memory:
                 store, max_insights=self.settings.max_insights, min_age_s=self.settings.prune_min_age_s,
                 exclude=new_id, now=now, trigger=new_id,
             )
-            store.log("remember", new_id, self._detail(inp.content), now)
+            self._log("remember", new_id, self._detail(inp.content), now)
         return RememberResult(
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
@@ -232,7 +238,7 @@ class Memory:
         )
 
     def _skip(self, new_id: str, content: str, existing: str, now: str) -> RememberResult:
-        self.store.log("diff-skip", new_id, f"exact duplicate of {existing}", now)
+        self._log("diff-skip", new_id, f"exact duplicate of {existing}", now)
         return RememberResult(id=new_id, content=content, action="skipped", diff_suggestion="DUPLICATE",
                               replaced_id=existing)
 
@@ -355,7 +361,7 @@ class Memory:
             for s, t in pairs:
                 store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=etype, weight=float(weight),
                                        metadata=meta, created_at=now))
-            store.log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
+            self._log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
         return LinkResult(edge_type=etype, metadata=meta, source_id=source_id, target_id=target_id,
                           weight=float(weight))
 
@@ -367,7 +373,7 @@ class Memory:
         now, _ = self._now()
         with store.transaction():
             store.soft_delete([id], now)
-            store.log("forget", id, "", now)
+            self._log("forget", id, "", now)
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
@@ -379,7 +385,7 @@ class Memory:
             now, _ = self._now()
             with store.transaction():
                 store.touch([id], now)
-                store.log("show", id, "full insight", now)
+                self._log("show", id, "full insight", now)
             ins = store.get_insight(id) or ins
         return ins
 
@@ -409,7 +415,7 @@ class Memory:
         now, _ = self._now()
         with self.store.transaction():
             self.store.touch(ids, now)
-            self.store.log(op, None, detail, now)
+            self._log(op, None, detail, now)
 
     def related(self, id: str, *, edge_type: str | None = None, depth: int = RELATED_DEPTH) -> list[RelatedHit]:
         """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
@@ -482,7 +488,7 @@ class Memory:
         if not self.settings.readonly:
             with store.transaction():
                 store.set_effective_importance(ei)
-                store.log("gc", None, f"threshold={threshold:.2f} found={found} total={len(rows)}", now)
+                self._log("gc", None, f"threshold={threshold:.2f} found={found} total={len(rows)}", now)
         out = [
             GcCandidate(insight=r, effective_importance=round(ei[r.id], 4),
                         days_since_access=round(days_since(lifecycle.last_access(r), ts), 2),
@@ -503,7 +509,7 @@ class Memory:
         with store.transaction():
             store.touch([id], now, inc=lifecycle.GC_KEEP_BOOST)
             ei = lifecycle.refresh_ei(store, [id], ts)[id]
-            store.log("gc_keep", id, self._detail(ins.content), now)
+            self._log("gc_keep", id, self._detail(ins.content), now)
         ins = store.get_insight(id) or ins
         return GcKeepResult(content=ins.content, effective_importance=round(ei, 4), id=id,
                             immune=lifecycle.is_immune(ins), new_access=ins.access_count)
