@@ -212,3 +212,9 @@ def test_a_new_store_object_sees_persisted_items(store: MnemonStore, data_dir: P
 
 def test_default_data_dir_comes_from_the_environment(data_dir: Path) -> None:
     assert MnemonStore().data_dir == data_dir
+
+
+def test_postgres_is_refused_clearly(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMON_DATABASE_URL", "postgresql://localhost/x")
+    with pytest.raises(ValueError, match="unset MNEMON_DATABASE_URL"):
+        MnemonStore(data_dir)

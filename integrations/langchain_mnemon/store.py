@@ -83,7 +83,12 @@ class MnemonStore(BaseStore):
     ) -> None:
         if not re.fullmatch(r"[a-zA-Z0-9]+", prefix):
             raise ValueError(f"prefix must be letters and digits, got {prefix!r}")
-        self.data_dir = Settings.resolve(data_dir=data_dir or None, store="default").data_dir
+        settings = Settings.resolve(data_dir=data_dir or None, store="default")
+        if settings.database_url:
+            # Namespaces are found by listing the stores under data_dir; Postgres stores have no such listing yet.
+            raise ValueError("MnemonStore keeps namespaces as SQLite stores under a data dir; "
+                             "unset MNEMON_DATABASE_URL to use it")
+        self.data_dir = settings.data_dir
         self.prefix = prefix
         self.embedder = embedder
         self.text_field = text_field
