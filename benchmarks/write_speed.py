@@ -19,17 +19,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = (
-    "deploy pipeline cache redis postgres sqlite index query latency budget agent memory graph causal because "
-    "therefore retry queue worker schedule release review test flaky timeout config secret token user team "
-    "decided prefer migration schema vector embedding recall search ranking billing invoice customer report"
-).split()
-ENTITIES = ["Redis", "Postgres", "SQLite", "Kafka", "React", "Docker", "Kubernetes", "GitHub", "OpenAI", "Qdrant"]
+# Zipf-distributed words from a 3,000-word vocabulary (a few common words, a long tail, like prose), 8-22
+# words a memory, 0-2 entities from a pool of 400 names.
+_rng = random.Random(7)
+VOCAB = ["".join(_rng.choices("abcdefghijklmnopqrstuvwxyz", k=_rng.randint(3, 9))) for _ in range(3000)]
+VOCAB_W = [1 / (r + 1) for r in range(len(VOCAB))]
+NAMES = [f"Service{n}" for n in range(400)]
+NAMES_W = [1 / (r + 1) for r in range(len(NAMES))]
 
 
 def sentence(rng: random.Random, i: int) -> tuple[str, list[str]]:
-    words = rng.choices(WORDS, k=rng.randint(8, 22))
-    ents = rng.sample(ENTITIES, k=rng.randint(0, 2))
+    words = rng.choices(VOCAB, weights=VOCAB_W, k=rng.randint(8, 22))
+    if rng.random() < 0.2:
+        words.insert(rng.randrange(len(words)), "because")
+    ents = sorted(set(rng.choices(NAMES, weights=NAMES_W, k=rng.randint(0, 2))))
     return f"{' '.join(words)} {' '.join(ents)} #{i}", ents
 
 

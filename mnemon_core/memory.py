@@ -207,7 +207,10 @@ class Memory:
             existing = store.find_by_content(inp.content)
             if existing is not None:
                 return self._skip(new_id, inp.content, existing, now)
-            suggestion, _ = diff.suggest(store, inp.content, base_tokens, cos)
+        # One pass over the token index serves the diff and the token-overlap candidates.
+        hits = store.token_hits(base_tokens)
+        if not no_diff:
+            suggestion, _ = diff.suggest(store, inp.content, hits, cos)
         with store.transaction():
             if not no_diff:
                 # Checked again under the write lock: two agents remembering the same text at once.
@@ -232,7 +235,8 @@ class Memory:
         return RememberResult(
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
-            edges_created=edges, semantic_candidates=candidates.semantic_candidates(store, ins, tokens, cos),
+            edges_created=edges,
+            semantic_candidates=candidates.semantic_candidates(store, ins, hits, len(base_tokens), cos),
             causal_candidates=candidates.causal_candidates(store, ins), embedded=vector is not None,
             effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
         )

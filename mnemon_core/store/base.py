@@ -72,10 +72,9 @@ class Store(Protocol):
     # -- tokens and entities (keyword / entity signals)
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None, by: str = "coverage",
+        limit: int | None = None,
     ) -> list[TokenHit]:
-        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best: by "coverage" (hits desc,
-        importance desc, newer, id) or by "overlap" (hits / min(|tokens|, n_tokens) desc, id)."""
+        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best in `rank_by_coverage` order."""
         ...
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]: ...
     def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]: ...

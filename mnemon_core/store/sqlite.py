@@ -421,7 +421,7 @@ class SQLiteStore:
 
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None, by: str = "coverage",
+        limit: int | None = None,
     ) -> list[TokenHit]:
         toks = sorted(set(tokens))
         if not toks:
@@ -437,14 +437,10 @@ class SQLiteStore:
         )
         tail: list[object] = []
         if limit is not None:
-            # The same orders as rank_by_coverage / the token-overlap fallback, done by SQLite so that a common
-            # token matching thousands of rows does not cost thousands of Python objects.
-            if by == "coverage":
-                sql += " ORDER BY hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
-                tail = [limit]
-            else:
-                sql += " ORDER BY CAST(hits AS REAL) / max(1, min(?, i.n_tokens)) DESC, i.id ASC LIMIT ?"
-                tail = [len(toks), limit]
+            # rank_by_coverage's order, done by SQLite so that a common token matching thousands of rows does
+            # not cost thousands of Python objects.
+            sql += " ORDER BY hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
+            tail = [limit]
         return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args, *tail])]
 
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
@@ -683,10 +679,10 @@ class SQLiteStore:
             out.extend(
                 self.db.execute(
                     "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM edges e "
-                    "JOIN insights i ON i.id = e.target_id AND i.deleted_at IS NULL "
+                    "JOIN insights i ON i.id = e.target_id AND +i.deleted_at IS NULL "
                     f"WHERE e.source_id IN ({q}) UNION ALL "
                     "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM edges e "
-                    "JOIN insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
+                    "JOIN insights i ON i.id = e.source_id AND +i.deleted_at IS NULL "
                     f"WHERE e.target_id IN ({q})",
                     [*chunk, *chunk],
                 )
@@ -696,7 +692,7 @@ class SQLiteStore:
     def superseded_ids(self) -> set[str]:
         rows = self.db.execute(
             "SELECT DISTINCT e.target_id FROM edges e JOIN insights i ON i.id = e.target_id "
-            "WHERE e.edge_type = 'supersedes' AND i.deleted_at IS NULL"
+            "WHERE e.edge_type = 'supersedes' AND +i.deleted_at IS NULL"
         )
         return {r[0] for r in rows}
 

@@ -7,10 +7,11 @@ ADD / UPDATE / CONFLICT / DUPLICATE label is advice for the host LLM, computed f
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 
-from ..store import Store
+from ..store import Store, TokenHit
 from ..text import jaccard, token_set
 from .constants import (
     DIFF_ADD_BELOW,
@@ -58,12 +59,13 @@ def _polarity(text: str) -> int:
 def suggest(
     store: Store,
     content: str,
-    tokens: frozenset[str],
+    hits: list[TokenHit],
     cosines: dict[str, float] | None = None,
 ) -> tuple[str, list[DiffMatch]]:
-    """The advisory label and the matches behind it. `cosines`: calibrated cosine of the new vector with
-    each embedded active insight (absent without vectors)."""
-    top = [h.id for h in store.token_hits(tokens, limit=DIFF_CANDIDATES)]
+    """The advisory label and the matches behind it. `hits`: the store's token hits for the new content;
+    `cosines`: calibrated cosine of the new vector with each embedded active insight (absent without vectors)."""
+    # Top 5 by keyword coverage, ties → higher importance (then id, for a stable choice).
+    top = [h.id for h in heapq.nsmallest(DIFF_CANDIDATES, hits, key=lambda h: (-h.hits, -h.importance, h.id))]
     cos = cosines or {}
     extra = []
     if cos:
