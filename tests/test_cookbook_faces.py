@@ -19,7 +19,7 @@ def run_script(name: str, data_dir: Path) -> list[str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "integrations"), env.get("PYTHONPATH", "")])
     env["MNEMON_DATA_DIR"] = str(data_dir)
     proc = subprocess.run([sys.executable, str(COOKBOOK / name)], capture_output=True, text=True, env=env,
-                          timeout=300, cwd=data_dir.parent)
+                          timeout=300, cwd=data_dir.parent, check=False)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     return proc.stdout.splitlines()
@@ -49,8 +49,8 @@ def test_langgraph_agent(data_dir: Path) -> None:
     pytest.importorskip("langchain.agents")
     out = run_script("langgraph_agent.py", data_dir)
     assert out == [
-        '→ remember({"content": "The user\'s cat is called Miso", "category": "fact", "importance": 4, '
-        '"entities": ["Miso"]})',
+        ('→ remember({"content": "The user\'s cat is called Miso", "category": "fact", "importance": 4, '
+         '"entities": ["Miso"]})'),
         "  remembered \"The user's cat is called Miso\" (added)",
         '→ save_profile({"name": "Ada"})',
         "  saved",

@@ -333,7 +333,8 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "integrations"), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
 
 
 # ---------------------------------------------------------------------------------------------- tools

@@ -121,7 +121,7 @@ class MnemonMemory(_Base):
     def _to_remember(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[dict[str, Any]]:
         base = {"category": self.save_category, "importance": self.importance}
         if callable(self.keep):
-            out = []
+            out: list[dict[str, Any]] = []
             for item in self.keep(inputs, outputs):
                 args = {"content": item} if isinstance(item, str) else dict(item)
                 out.extend({**base, "source": "user", **args, "content": c} for c in chunks(args["content"]))

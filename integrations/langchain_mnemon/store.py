@@ -168,8 +168,8 @@ class MnemonStore(BaseStore):
         want = KEY_TAG + key
         return [h.id for h in ro.search(key_token(key), limit=EVERY_ITEM) if want in h.tags]
 
-    def _item(self, namespace: tuple[str, ...], ins: Insight | Mapping[str, Any], *, search: bool = False,
-              score: float | None = None) -> Item | None:
+    def _item(self, namespace: tuple[str, ...], ins: Insight | Mapping[str, Any],
+              score: float | None = None) -> SearchItem | None:
         """The item an insight holds (a model, or its JSON from a recall); None for other faces' insights."""
         data = ins.model_dump(mode="json") if isinstance(ins, Insight) else ins
         decoded = self._decode(data["content"], data.get("tags") or [])
@@ -177,9 +177,7 @@ class MnemonStore(BaseStore):
             return None
         key, value = decoded
         created, updated = _time(data["created_at"]), _time(data.get("updated_at") or data["created_at"])
-        if search:
-            return SearchItem(namespace, key, value, created, updated, score)
-        return Item(value=value, key=key, namespace=namespace, created_at=created, updated_at=updated)
+        return SearchItem(namespace, key, value, created, updated, score)
 
     # ------------------------------------------------------------------ operations
 
@@ -216,9 +214,12 @@ class MnemonStore(BaseStore):
             return None
         for id in self._ids_of(mems[1], op.key):
             try:
-                return self._item(tuple(op.namespace), mems[1].get(id))
+                found = self._item(tuple(op.namespace), mems[1].get(id))
             except NotFoundError:  # forgotten between the search and the read
                 continue
+            if found is not None:
+                return Item(value=found.value, key=found.key, namespace=found.namespace,
+                            created_at=found.created_at, updated_at=found.updated_at)
         return None
 
     def _put(self, op: PutOp) -> None:
@@ -260,7 +261,7 @@ class MnemonStore(BaseStore):
             hits = recall_hits(mem.recall(op.query or "", limit=limit, verbose=True))
             items = []
             for hit in hits:
-                item = self._item(ns, hit["insight"], search=True, score=hit.get("score"))
+                item = self._item(ns, hit["insight"], score=hit.get("score"))
                 if item is not None and matches(item.value, op.filter):
                     items.append(item)
             # A filter can drop hits: ask recall for more until enough pass or recall has no more.
@@ -269,8 +270,8 @@ class MnemonStore(BaseStore):
             limit *= 4
 
     def _listing(self, ro: Memory, ns: tuple[str, ...], op: SearchOp) -> list[SearchItem]:
-        items = (self._item(ns, ins, search=True) for ins in ro.recent(limit=EVERY_ITEM))
-        return [it for it in items if it is not None and matches(it.value, op.filter)]  # type: ignore[misc]
+        items = (self._item(ns, ins) for ins in ro.recent(limit=EVERY_ITEM))
+        return [it for it in items if it is not None and matches(it.value, op.filter)]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         out: list[tuple[str, ...]] = []
@@ -291,7 +292,7 @@ def key_token(key: str) -> str:
 
 
 def _time(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return datetime.fromisoformat(stamp)  # RFC 3339 with "Z": Python 3.11 reads it as UTC
 
 
 def condition_matches(cond: MatchCondition, ns: tuple[str, ...]) -> bool:
