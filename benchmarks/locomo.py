@@ -1,0 +1,526 @@
+"""LoCoMo retrieval quality: evidence recall@k of mnemon's smart recall next to BM25, dense and RRF baselines.
+
+Each LoCoMo conversation goes into its own store, one insight per turn, through the import draft (content
+`"<speaker>: <text>"` plus ` [image: <caption>]` where the turn shared a photo; `created_at` = the session's
+date and time, UTC; `source` = the speaker). Every question of categories 1-4 that has evidence is asked with
+limit 20, and evidence recall@k = the share of its evidence turns among the top k, averaged over questions.
+
+Rankers, all over the same turn texts in the same run:
+- `fts5`: BM25 of SQLite FTS5 (`porter unicode61`), OR of the query's non-stopword terms, ordered by `bm25()`;
+- `dense`: cosine with the local embedder (multilingual-e5-small, query/passage prefixes);
+- `rrf`: Reciprocal Rank Fusion (k = 60) of those two; `rrf-dense0.5` the same with the dense side weighted 0.5
+  (the variant the reference figures in the data README were measured with);
+- `mnemon-none` / `mnemon-local`: `Memory.recall(question, limit=20)` with `MNEMON_EMBEDDER=none` / `local`,
+  on a store opened readonly, so one question's access bumps cannot move the next one's ranking.
+
+Vectors are cached on disk (`benchmarks/.cache/vectors.sqlite`, keyed by model, query/passage and text hash);
+the mnemon stores are rebuilt in a temporary directory every run (`--store-dir` keeps them).
+
+    python -m benchmarks.locomo                                  # everything; prints the Markdown table
+    python -m benchmarks.locomo --rankers fts5,dense --conversations conv-26
+    python -m benchmarks.locomo --plot benchmarks/results/locomo_recall_at_k.png --json /tmp/locomo.json
+
+LoCoMo (snap-research/LoCoMo, CC BY-NC 4.0) is used for evaluation only and never shipped in the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import re
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python benchmarks/locomo.py` as well as `python -m benchmarks.locomo`
+    sys.path.insert(0, str(ROOT))
+
+from mnemon_core.embed.base import BaseEmbedder  # noqa: E402
+from mnemon_core.text import tokenize  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+CACHE_DIR = ROOT / "benchmarks" / ".cache"
+DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "locomo_recall_at_k.png"
+
+KS = (1, 5, 10, 20)  # the table's recall@k columns
+RECALL_LIMIT = 20  # every ranker returns this many turns per question; the curve runs k = 1..RECALL_LIMIT
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is left out
+RRF_K = 60
+DENSE_HALF = 0.5  # weight of the dense side in `rrf-dense0.5`
+EVIDENCE_SPLIT = re.compile(r"[;\s]+")
+EVIDENCE_ID = re.compile(r"D\d+:\d+")
+SESSION_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+RANKERS = ("fts5", "dense", "rrf", "rrf-dense0.5", "mnemon-none", "mnemon-local")
+
+
+# ---------------------------------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    caption: str | None
+    created_at: str  # RFC 3339, UTC
+
+    @property
+    def content(self) -> str:
+        return turn_content(self.speaker, self.text, self.caption)
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    category: int
+    evidence: tuple[str, ...]  # dia_ids of turns of its conversation, deduplicated, in the data's order
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: tuple[Turn, ...]
+    questions: tuple[Question, ...]
+    dropped_evidence: int = 0  # evidence ids naming no turn of the conversation (a data defect)
+
+
+def turn_content(speaker: str, text: str, caption: str | None = None) -> str:
+    """The insight text of a turn: `"<speaker>: <text>"`, plus ` [image: <caption>]` for a shared photo."""
+    content = f"{speaker}: {text.strip()}"
+    if caption and caption.strip():
+        content += f" [image: {caption.strip()}]"
+    return content
+
+
+def parse_session_time(text: str) -> str:
+    """`"1:56 pm on 8 May, 2023"` → `"2023-05-08T13:56:00Z"` (LoCoMo gives no zone; UTC is assumed)."""
+    t = datetime.strptime(" ".join(text.split()), SESSION_TIME).replace(tzinfo=timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_evidence(items: Iterable[str]) -> tuple[str, ...]:
+    """Evidence strings → dia_ids: split on `[;\\s]+`, keep `D\\d+:\\d+`, first occurrence of each.
+
+    Repairs the malformed strings of the data (`'D8:6; D9:17'` → both; `'D'` and `'D:11:26'` → nothing)."""
+    out: dict[str, None] = {}
+    for item in items:
+        for piece in EVIDENCE_SPLIT.split(str(item)):
+            if EVIDENCE_ID.fullmatch(piece):
+                out[piece] = None
+    return tuple(out)
+
+
+def _sessions(conv: dict[str, Any]) -> list[int]:
+    return sorted(int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k)))
+
+
+def parse_conversation(sample: dict[str, Any]) -> Conversation:
+    """One LoCoMo sample → turns in session order and the questions this benchmark asks (categories 1-4 with
+    at least one evidence turn that exists in the conversation)."""
+    conv = sample["conversation"]
+    turns: list[Turn] = []
+    for n in _sessions(conv):
+        created = parse_session_time(conv[f"session_{n}_date_time"])
+        for t in conv[f"session_{n}"]:
+            turns.append(Turn(t["dia_id"], t["speaker"], t["text"], t.get("blip_caption"), created))
+    known = {t.dia_id for t in turns}
+    questions: list[Question] = []
+    dropped = 0
+    for qa in sample.get("qa", []):
+        category = int(qa.get("category", 0))
+        if category not in CATEGORIES:
+            continue
+        parsed = parse_evidence(qa.get("evidence") or [])
+        evidence = tuple(e for e in parsed if e in known)
+        dropped += len(parsed) - len(evidence)
+        if evidence:
+            questions.append(Question(str(qa["question"]), category, evidence))
+    return Conversation(str(sample.get("sample_id", "")), tuple(turns), tuple(questions), dropped)
+
+
+def load_conversations(path: str | Path, only: Sequence[str] | None = None) -> list[Conversation]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    convs = [parse_conversation(s) for s in data]
+    if only:
+        wanted = set(only)
+        convs = [c for c in convs if c.sample_id in wanted]
+    return convs
+
+
+def build_draft(conv: Conversation) -> dict[str, Any]:
+    """The import draft (schema v1): one insight per turn, in turn order (index i ↔ conv.turns[i])."""
+    return {
+        "schema_version": "1",
+        "source": "locomo",
+        "insights": [{"content": t.content, "source": t.speaker, "created_at": t.created_at} for t in conv.turns],
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- metric
+
+
+def recall_at_k(ranked: Sequence[str], evidence: Sequence[str], k: int) -> float:
+    """Share of the evidence turns among the first k ranked turns."""
+    if not evidence:
+        raise ValueError("a question without evidence has no recall")
+    top = set(ranked[:k])
+    return sum(e in top for e in set(evidence)) / len(set(evidence))
+
+
+@dataclass
+class Scores:
+    """Recall curves (k = 1..max_k, index k-1) over all questions and per category, and question counts."""
+
+    overall: list[float]
+    by_category: dict[int, list[float]]
+    n: int
+    n_by_category: dict[int, int]
+
+    def at(self, k: int, category: int | None = None) -> float:
+        curve = self.overall if category is None else self.by_category.get(category, [])
+        return curve[k - 1] if curve else float("nan")
+
+
+def score(rows: Iterable[tuple[int, Sequence[str], Sequence[str]]], max_k: int = RECALL_LIMIT) -> Scores:
+    """rows: (category, ranked dia_ids, evidence dia_ids) per question → mean recall@k for k = 1..max_k."""
+    sums: dict[int | None, np.ndarray] = {}
+    counts: dict[int | None, int] = {}
+    for category, ranked, evidence in rows:
+        curve = np.array([recall_at_k(ranked, evidence, k) for k in range(1, max_k + 1)])
+        for key in (None, category):
+            sums[key] = sums.get(key, np.zeros(max_k)) + curve
+            counts[key] = counts.get(key, 0) + 1
+
+    def mean(key: int | None) -> list[float]:
+        return (sums[key] / counts[key]).tolist() if counts.get(key) else []
+
+    cats = sorted(k for k in counts if k is not None)
+    return Scores(mean(None), {c: mean(c) for c in cats}, counts.get(None, 0), {c: counts[c] for c in cats})
+
+
+# ---------------------------------------------------------------------------------------------------- vectors
+
+
+class CachedLocalEmbedder(BaseEmbedder):
+    """The `local` embedder (same name, calibration, prefixes) with a disk cache in front of the model, so a
+    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256."""
+
+    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite") -> None:
+        from mnemon_core.embed.local import E5_CALIBRATION, E5_DIMENSIONS, E5_NAME, LocalEmbedder
+
+        super().__init__(E5_NAME, dimensions=E5_DIMENSIONS, calibration=E5_CALIBRATION, cache_size=16384)
+        self.inner = LocalEmbedder()
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = cache_path.parent / ".gitignore"  # the cache never reaches git, whatever the repo ignores
+        if not ignore.exists():
+            ignore.write_text("*\n", encoding="utf-8")
+        self.db = sqlite3.connect(str(cache_path))
+        self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self.computed = 0  # texts the model actually embedded in this process
+
+    def available(self) -> bool:
+        return self.inner.available()
+
+    def _disk_key(self, text: str, query: bool) -> str:
+        kind = "query" if query else "passage"
+        return hashlib.sha256(f"{self.name}\0{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        keys = [self._disk_key(t, query) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self.db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype="<f4")
+        todo = [(k, t) for k, t in zip(keys, texts) if k not in found]
+        if todo:
+            vecs = np.asarray(self.inner.embed_batch([t for _, t in todo], query=query), dtype="<f4")
+            self.computed += len(todo)
+            with self.db:
+                self.db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                    [(k, v.tobytes()) for (k, _), v in zip(todo, vecs)],
+                )
+            found.update((k, v) for (k, _), v in zip(todo, vecs))
+        return np.stack([found[k] for k in keys])
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# ---------------------------------------------------------------------------------------------------- rankers
+
+Ranker = Callable[[str], list[str]]  # question → dia_ids, best first, at most RECALL_LIMIT
+
+
+def fts5_query(question: str) -> str:
+    """FTS5 MATCH expression: OR of the question's distinct non-stopword terms, each quoted ("" if none)."""
+    terms = dict.fromkeys(tokenize(question))
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+class FTS5Ranker:
+    """BM25 over the turns with SQLite FTS5 (`porter unicode61`), best `bm25()` first."""
+
+    def __init__(self, conv: Conversation) -> None:
+        self.dia = [t.dia_id for t in conv.turns]
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE turns USING fts5(content, tokenize='porter unicode61')")
+        self.db.executemany(
+            "INSERT INTO turns (rowid, content) VALUES (?, ?)", [(i, t.content) for i, t in enumerate(conv.turns)]
+        )
+
+    def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
+        expr = fts5_query(question)
+        if not expr:
+            return []
+        sql = "SELECT rowid FROM turns WHERE turns MATCH ? ORDER BY bm25(turns), rowid"
+        rows = self.db.execute(sql + (" LIMIT ?" if limit else ""), (expr, limit) if limit else (expr,))
+        return [self.dia[r[0]] for r in rows]
+
+    __call__ = rank
+
+
+class DenseRanker:
+    """Cosine of the query vector with every turn's vector (ties: turn order)."""
+
+    def __init__(self, conv: Conversation, embedder: BaseEmbedder) -> None:
+        self.dia = [t.dia_id for t in conv.turns]
+        self.embedder = embedder
+        self.matrix = embedder.embed_batch([t.content for t in conv.turns])
+
+    def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
+        q = self.embedder.embed(question, query=True)
+        order = np.argsort(-(self.matrix @ q), kind="stable")
+        return [self.dia[i] for i in order[:limit]]
+
+    __call__ = rank
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:
+    """Weighted Reciprocal Rank Fusion: Σ w / (k + rank + 1), rank 0-based; ties keep first-seen order."""
+    weights = weights or [1.0] * len(rankings)
+    scores: dict[str, float] = {}
+    for ranked, w in zip(rankings, weights):
+        for rank, id_ in enumerate(dict.fromkeys(ranked)):
+            scores[id_] = scores.get(id_, 0.0) + w / (k + rank + 1)
+    return sorted(scores, key=lambda i: -scores[i])
+
+
+class RRFRanker:
+    """RRF of the full FTS5 and dense rankings (every matching turn, every turn)."""
+
+    def __init__(self, fts: FTS5Ranker, dense: DenseRanker, dense_weight: float = 1.0) -> None:
+        self.fts, self.dense, self.dense_weight = fts, dense, dense_weight
+
+    def __call__(self, question: str) -> list[str]:
+        fused = rrf_fuse([self.fts.rank(question, None), self.dense.rank(question, None)], [1.0, self.dense_weight])
+        return fused[:RECALL_LIMIT]
+
+
+class MnemonRanker:
+    """The conversation imported into its own store (no diff: repeated short turns stay turns, no auto-prune),
+    then `recall(question, limit=20)` on the store opened readonly."""
+
+    def __init__(self, conv: Conversation, data_dir: Path, embedder: BaseEmbedder | None) -> None:
+        from mnemon_core import Memory
+        from mnemon_core.config import Settings
+
+        kind = "local" if embedder is not None else "none"
+        settings = Settings.resolve(data_dir=data_dir, store=f"{_safe(conv.sample_id)}-{kind}", embedder=kind)
+        settings = dataclasses.replace(settings, max_insights=0)  # MNEMON_MAX_INSIGHTS=0: never auto-prune
+        t0 = time.perf_counter()
+        with Memory(settings=settings, embedder=embedder) as writer:
+            result = writer.import_draft(build_draft(conv), no_diff=True)
+        self.import_s = time.perf_counter() - t0
+        if result.errors or result.imported != len(conv.turns):
+            raise RuntimeError(f"{conv.sample_id}: imported {result.imported}/{len(conv.turns)}, {result.errors} errors")
+        self.dia = {item.id: conv.turns[item.index].dia_id for item in result.results}
+        self.memory = Memory(settings=dataclasses.replace(settings, readonly=True), embedder=embedder)
+
+    def __call__(self, question: str) -> list[str]:
+        found = self.memory.recall(question, limit=RECALL_LIMIT)
+        return [self.dia[hit.id] for hit in found.results]
+
+    def close(self) -> None:
+        self.memory.close()
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_-]", "-", name) or "conv"
+
+
+# ---------------------------------------------------------------------------------------------------- run
+
+
+@dataclass
+class Run:
+    rankings: dict[str, list[tuple[str, int, str, list[str], tuple[str, ...]]]]  # ranker → (conv, cat, q, ranked, ev)
+    seconds: dict[str, float]  # ranker → time spent answering questions
+    setup_seconds: dict[str, float]  # ranker → time spent preparing (index, embed, import)
+    n_turns: int
+    dropped_evidence: int
+
+    def scores(self) -> dict[str, Scores]:
+        return {name: score((c, r, e) for _, c, _, r, e in rows) for name, rows in self.rankings.items()}
+
+
+def run(
+    convs: Sequence[Conversation], rankers: Sequence[str], *, store_dir: Path | None = None, log: Any = sys.stderr
+) -> Run:
+    unknown = [r for r in rankers if r not in RANKERS]
+    if unknown:
+        raise ValueError(f"unknown ranker(s) {', '.join(unknown)}; valid: {', '.join(RANKERS)}")
+    needs_vectors = any(r in ("dense", "rrf", "rrf-dense0.5", "mnemon-local") for r in rankers)
+    embedder = CachedLocalEmbedder() if needs_vectors else None
+    tmp = None
+    if store_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="mnemon-locomo-")
+        store_dir = Path(tmp.name)
+    out = Run({r: [] for r in rankers}, dict.fromkeys(rankers, 0.0), dict.fromkeys(rankers, 0.0), 0, 0)
+    try:
+        for conv in convs:
+            out.n_turns += len(conv.turns)
+            out.dropped_evidence += conv.dropped_evidence
+            print(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions", file=log)
+            built: dict[str, Any] = {}
+            t0 = time.perf_counter()
+            fts = FTS5Ranker(conv)
+            t_fts = time.perf_counter() - t0
+            dense = None
+            t_dense = 0.0
+            if embedder is not None:  # all question vectors in one batch, so no ranker pays per-call overhead
+                embedder.embed_batch([q.question for q in conv.questions], query=True)
+            if embedder is not None and any(r in ("dense", "rrf", "rrf-dense0.5") for r in rankers):
+                t0 = time.perf_counter()
+                dense = DenseRanker(conv, embedder)
+                t_dense = time.perf_counter() - t0
+            for name in rankers:
+                t0 = time.perf_counter()
+                if name == "fts5":
+                    built[name] = fts
+                    out.setup_seconds[name] += t_fts
+                elif name == "dense":
+                    built[name] = dense
+                    out.setup_seconds[name] += t_dense
+                elif name.startswith("rrf"):
+                    w = DENSE_HALF if name == "rrf-dense0.5" else 1.0
+                    built[name] = RRFRanker(fts, dense, w)  # type: ignore[arg-type]
+                    out.setup_seconds[name] += t_fts + t_dense
+                else:
+                    built[name] = MnemonRanker(conv, store_dir, embedder if name == "mnemon-local" else None)
+                    out.setup_seconds[name] += time.perf_counter() - t0
+            for name, ranker in built.items():
+                t0 = time.perf_counter()
+                for q in conv.questions:
+                    ranked = ranker(q.question)
+                    out.rankings[name].append((conv.sample_id, q.category, q.question, ranked, q.evidence))
+                out.seconds[name] += time.perf_counter() - t0
+                if isinstance(ranker, MnemonRanker):
+                    ranker.close()
+                print(f"  {name}: {out.seconds[name]:.1f}s so far", file=log)
+    finally:
+        if embedder is not None:
+            embedder.close()
+        if tmp is not None:
+            tmp.cleanup()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- report
+
+
+def markdown(result: Run, command: str) -> str:
+    scores = result.scores()
+    names = list(scores)
+    any_scores = next(iter(scores.values()))
+    cats = sorted(any_scores.n_by_category)
+    head = ["ranker", *(f"R@{k}" for k in KS), *(f"R@10 {CATEGORIES[c]} ({any_scores.n_by_category[c]})" for c in cats),
+            "ms/query"]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
+    n_questions = any_scores.n
+    for name in names:
+        s = scores[name]
+        ms = 1000 * result.seconds[name] / max(1, s.n)
+        cells = [name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    foot = (
+        f"\n{n_questions} questions (categories 1-4 with evidence) over {result.n_turns} turns; "
+        f"{result.dropped_evidence} evidence id(s) naming no turn were dropped.\n\nCommand:\n\n    {command}\n"
+    )
+    return "\n".join(lines) + "\n" + foot
+
+
+def plot(scores: dict[str, Scores], path: Path, title: str = "LoCoMo evidence recall@k (categories 1-4)") -> Path:
+    """Recall@k curves (k = 1..20), one line per ranker, saved as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=120)
+    for name, s in scores.items():
+        ks = list(range(1, len(s.overall) + 1))
+        style = "-" if name.startswith("mnemon") else "--"
+        ax.plot(ks, s.overall, style, marker="o", markersize=3, label=f"{name} (R@10 {s.at(10):.3f})")
+    ax.set_xlabel("k (turns returned)")
+    ax.set_ylabel("evidence recall@k")
+    ax.set_xticks([1, 5, 10, 15, 20])
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def dump(result: Run, path: Path) -> None:
+    """Every question's ranking, for analysis."""
+    data = {
+        name: [{"conv": c, "category": cat, "question": q, "ranked": r, "evidence": list(e)} for c, cat, q, r, e in rows]
+        for name, rows in result.rankings.items()
+    }
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
+    p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
+    p.add_argument("--rankers", default=",".join(RANKERS), help="comma-separated subset of: " + ", ".join(RANKERS))
+    p.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
+    p.add_argument("--plot", nargs="?", const=str(DEFAULT_PLOT), default=None, help="write the recall@k plot (PNG)")
+    p.add_argument("--json", default=None, help="write every question's ranking to this file")
+    p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
+    args = p.parse_args(argv)
+    rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
+    only = [c.strip() for c in args.conversations.split(",") if c.strip()]
+    convs = load_conversations(args.data, only)
+    if not convs:
+        p.error("no conversation selected")
+    result = run(convs, rankers, store_dir=Path(args.store_dir) if args.store_dir else None)
+    command = "python -m benchmarks.locomo" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    print(markdown(result, command))
+    if args.plot:
+        print(f"plot: {plot(result.scores(), Path(args.plot))}", file=sys.stderr)
+    if args.json:
+        dump(result, Path(args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
