@@ -349,3 +349,19 @@ def test_cli_start_up_does_not_import_the_extractor():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.stdout.strip() == "[]", p.stderr
+
+
+def test_a_long_conversation_is_chunked_with_overlap_and_repeats_merge(tmp_path: Path):
+    convo = tmp_path / "long.jsonl"
+    # Each message is about 71 tokens with its header: two fit in 200, and one in an overlap of 80.
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "w " * 120,
+                         "timestamp": 1717228800 + 60 * i}) for i in range(8)]
+    convo.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with FakeOpenAIServer([Reply.json(CHUNK2)]) as s:  # every chunk "finds" the same preference again
+        ex = extractor(s, chunk_tokens=200, overlap_tokens=80)
+        draft = ex.extract(convo)
+    r = ex.last_report
+    assert (r.messages, r.chunks, r.chunks_failed, r.insights, r.merged) == (8, 7, 0, 1, 6)
+    assert len(draft.insights) == 1 and len(s.requests) == 7
+    spans = [req["messages"][1]["content"].split("(messages ")[1].split(")")[0] for req in s.requests]
+    assert spans == ["1-2", "2-3", "3-4", "4-5", "5-6", "6-7", "7-8"]  # each chunk repeats the last message
