@@ -15,7 +15,7 @@ import json
 import re
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,9 +28,9 @@ from . import lifecycle
 from .errors import NotFoundError, ValidationError
 from .memory import tokens_of
 from .models import Category, Edge, EdgeType, EntityMode, Insight, OmitEmpty
-from .store import Filters, Store
+from .store import NO_FILTERS, Filters, Store
 from .timeutil import normalise
-from .write.constants import SEMANTIC_AUTO_LINK
+from .write.constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from .write.pipeline import resolve, write_insight
 from .write.temporal import backbone_edges
 from .write.validate import (
@@ -460,15 +460,19 @@ class _Importer:
         now, ts = mem._now()
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
-                done = [self._one(i, vectors.get(i), model, now, ts) for i in batch]
+                view = _BuilderView(store)
+                done = [self._one(view, i, vectors.get(i), model, now, ts) for i in batch]
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
             done = []
             with store.transaction():
+                view = _BuilderView(store)
                 for i in batch:
                     try:
                         with store.transaction():  # a savepoint: a failing insight leaves nothing behind
-                            done.append(self._one(i, vectors.get(i), model, now, ts))
+                            item = self._one(view, i, vectors.get(i), model, now, ts)
+                        done.append(item)
                     except Exception as e:  # noqa: BLE001 — partial success: reported per item
+                        view = _BuilderView(store)  # it may remember what the savepoint undid
                         err = f"{type(e).__name__}: {e}"
                         done.append((ImportItem(index=i, id="", content=self.draft.insights[i].content,
                                                 action="error", error=err), None))
@@ -483,7 +487,7 @@ class _Importer:
                 self.added[item.id] = source
 
     def _one(
-        self, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
+        self, view: _BuilderView, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
     ) -> tuple[ImportItem, str | None]:
         """Write draft insight i (or find its exact duplicate); returns its result row and, when written,
         its source."""
@@ -496,7 +500,7 @@ class _Importer:
                 store.log("import-skip", new_id, f"duplicate of {existing}", now)
                 return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
         source = self.draft.source_of(i)
-        ents = resolve(store, di.content, di.entities, EntityMode.merge)
+        ents = resolve(view, di.content, di.entities, EntityMode.merge)
         created = di.created_at or now
         ins = Insight(
             id=new_id, content=di.content, category=di.category, importance=di.importance, tags=di.tags,
@@ -505,7 +509,8 @@ class _Importer:
         tokens = tokens_of(di.content, di.tags, ents)
         cos = mem.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
-        write_insight(store, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
+        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)  # type: ignore[arg-type]
+        view.inserted(ins, tokens)
         store.log("import", new_id, mem._detail(di.content), now)
         return ImportItem(index=i, id=new_id, content=di.content, action="added"), source
 
@@ -537,6 +542,83 @@ class _Importer:
                 exclude=None, now=now, trigger=None,
             )
         return edges_inserted, pruned
+
+
+class _BuilderView:
+    """The store as the graph builders see it inside one import batch.
+
+    For every insight the builders ask three things that cost a scan of every row sharing the entity or the
+    source: the entity graph's most recent holders of each entity, the causal graph's look-back over the
+    source, and the known-entity path's "is this word a stored entity". Here each question is asked of the
+    store once per batch and the answer is kept up to date in memory as the batch inserts, so the answers
+    are the store's own: inside the batch transaction nobody else writes and nothing is deleted. Everything
+    else goes to the store. A fresh view per batch (and after a rolled-back savepoint) sees other writers.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._entity: dict[str, list[tuple[str, str]]] = {}  # entity → [(created_at, id)], most recent first
+        self._source: dict[str, list[Insight]] = {}  # source → insights, most recent first
+        self._tokens: dict[str, frozenset[str]] = {}
+        self._known: dict[str, str | None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
+        if limit > ENTITY_LINKS_PER_ENTITY:
+            return self._store.with_entity(entity, exclude=exclude, limit=limit)
+        rows = self._entity.get(entity)
+        if rows is None:
+            ids = self._store.with_entity(entity, exclude=exclude, limit=ENTITY_LINKS_PER_ENTITY)
+            found = self._store.get_insights(ids)
+            rows = self._entity[entity] = [(found[i].created_at, i) for i in ids if i in found]
+        return [i for _, i in rows if i != exclude][:limit]
+
+    def latest(
+        self, *, source: str | None = None, since: str | None = None, exclude: str | None = None, limit: int,
+        filters: Filters = NO_FILTERS,
+    ) -> list[Insight]:
+        if source is None or since is not None or filters != NO_FILTERS or limit > CAUSAL_LOOKBACK:
+            return self._store.latest(source=source, since=since, exclude=exclude, limit=limit, filters=filters)
+        rows = self._source.get(source)
+        if rows is None:
+            rows = self._source[source] = self._store.latest(source=source, exclude=exclude, limit=CAUSAL_LOOKBACK)
+            self._tokens.update(self._store.insight_tokens([r.id for r in rows]))
+        return [r for r in rows if r.id != exclude][:limit]
+
+    def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        missing = [i for i in ids if i not in self._tokens]
+        if missing:
+            self._tokens.update(self._store.insight_tokens(missing))
+        return {i: self._tokens[i] for i in ids if i in self._tokens}
+
+    def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
+        if casefold:
+            return self._store.known_entities(candidates, casefold=True)
+        cands = list(dict.fromkeys(candidates))
+        missing = [c for c in cands if c not in self._known]
+        if missing:
+            found = self._store.known_entities(missing)
+            for c in missing:
+                self._known[c] = found.get(c)
+        return {c: k for c in cands if (k := self._known[c]) is not None}
+
+    def inserted(self, ins: Insight, tokens: frozenset[str]) -> None:
+        """Keep the answers true after `ins` was written (its rowid is the newest: it wins ties)."""
+        self._tokens[ins.id] = tokens
+        for e in dict.fromkeys(ins.entities):
+            self._known[e] = e
+            rows = self._entity.get(e)
+            if rows is not None:
+                k = next((j for j, (t, _) in enumerate(rows) if t <= ins.created_at), len(rows))
+                rows.insert(k, (ins.created_at, ins.id))
+                del rows[ENTITY_LINKS_PER_ENTITY:]
+        recent = self._source.get(ins.source)
+        if recent is not None:
+            k = next((j for j, r in enumerate(recent) if r.created_at <= ins.created_at), len(recent))
+            recent.insert(k, ins)
+            del recent[CAUSAL_LOOKBACK:]
 
 
 def repair_backbone(store: Store, chained: dict[str, str], now: str) -> set[str]:

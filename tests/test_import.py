@@ -615,3 +615,45 @@ def test_no_sqlite_rows_half_written(mem: Memory, store_backend: str) -> None:
     n_fts = db.execute("SELECT count(*) FROM insights_fts").fetchone()[0]
     assert n_ins == n_fts == 20
     db.close()
+
+
+def test_batch_view_gives_the_stores_answers(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a batch the builders' lookups are answered from memory; with one insight per batch every
+    lookup goes to the store. Both must build exactly the same graph."""
+    import random
+
+    rng = random.Random(3)
+    ents = ["Redis", "Kafka", "openclaw", "Athena", "Postgres"]
+    words = ["because", "cache", "latency", "queue", "so that", "deploy", "index", "therefore", "worker"]
+    insights = []
+    for i in range(60):
+        e = rng.sample(ents, k=rng.randint(0, 2))
+        mention = rng.choice(ents) if rng.random() < 0.5 else ""  # known-entity path: a bare word
+        text = f"{' '.join(rng.choices(words, k=6))} {mention} item {i}"
+        hour = rng.choice([1, 2, 2, 3, 5, 8])  # many equal times: ties broken by insertion order
+        insights.append({"content": text, "entities": e, "source": rng.choice(["a", "b"]),
+                         "created_at": f"2024-01-0{rng.randint(1, 3)}T0{hour}:00:00Z"})
+    # The known-entity path: a bare word becomes an entity only once some stored insight holds it.
+    insights[1:1] = [
+        {"content": "the openclaw agent restarted", "source": "a"},
+        {"content": "we configured openclaw hooks", "entities": ["openclaw"], "source": "b"},
+        {"content": "openclaw needs a newer runtime", "source": "a"},
+    ]
+    draft = {"schema_version": "1", "insights": insights}
+
+    def graph(batch: int, store: str) -> set[tuple]:
+        monkeypatch.setattr(draft_mod, "IMPORT_BATCH", batch)
+        m = Memory(store=store)
+        m.remember("Athena runs the nightly Redis cache warmup", entities=["Athena", "Redis"], source="a")
+        r = m.import_draft(draft)
+        content = {i.id: i.content for i in m.store.iter_active()}
+        out = {(content[e.source_id], content[e.target_id], str(e.edge_type), json.dumps(e.metadata, sort_keys=True))
+               for e in m.store.iter_edges()}
+        ents_of = {x.content: tuple(m.store.get_insight(x.id).entities) for x in r.results}
+        m.close()
+        return out | {("entities", k, v) for k, v in ents_of.items()}
+
+    one_by_one = graph(1, "single")
+    batched = graph(500, "batched")
+    assert len(one_by_one) > 300
+    assert batched == one_by_one
