@@ -36,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python benchmarks/locomo.py` as well as `python -m benchmarks.locomo`
     sys.path.insert(0, str(ROOT))
 
-from mnemon_core.embed.base import BaseEmbedder  # noqa: E402
-from mnemon_core.text import tokenize  # noqa: E402
+from mnemon_core.embed.base import BaseEmbedder
+from mnemon_core.text import tokenize
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
 CACHE_DIR = ROOT / "benchmarks" / ".cache"
@@ -105,7 +105,7 @@ def turn_content(speaker: str, text: str, caption: str | None = None) -> str:
 
 def parse_session_time(text: str) -> str:
     """`"1:56 pm on 8 May, 2023"` → `"2023-05-08T13:56:00Z"` (LoCoMo gives no zone; UTC is assumed)."""
-    t = datetime.strptime(" ".join(text.split()), SESSION_TIME).replace(tzinfo=timezone.utc)
+    t = datetime.strptime(" ".join(text.split()), SESSION_TIME).replace(tzinfo=UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -217,7 +217,12 @@ class CachedLocalEmbedder(BaseEmbedder):
     re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256."""
 
     def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite") -> None:
-        from mnemon_core.embed.local import E5_CALIBRATION, E5_DIMENSIONS, E5_NAME, LocalEmbedder
+        from mnemon_core.embed.local import (
+            E5_CALIBRATION,
+            E5_DIMENSIONS,
+            E5_NAME,
+            LocalEmbedder,
+        )
 
         super().__init__(E5_NAME, dimensions=E5_DIMENSIONS, calibration=E5_CALIBRATION, cache_size=16384)
         self.inner = LocalEmbedder()
@@ -474,7 +479,8 @@ def plot(scores: dict[str, Scores], path: Path, title: str = "LoCoMo evidence re
     for name, s in scores.items():
         ks = list(range(1, len(s.overall) + 1))
         style = "-" if name.startswith("mnemon") else "--"
-        ax.plot(ks, s.overall, style, marker="o", markersize=3, label=f"{name} (R@10 {s.at(10):.3f})")
+        k = min(10, len(ks))
+        ax.plot(ks, s.overall, style, marker="o", markersize=3, label=f"{name} (R@{k} {s.at(k):.3f})")
     ax.set_xlabel("k (turns returned)")
     ax.set_ylabel("evidence recall@k")
     ax.set_xticks([1, 5, 10, 15, 20])
