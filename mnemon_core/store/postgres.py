@@ -637,10 +637,9 @@ class PostgresStore:
 
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None, by: str = "coverage",
+        limit: int | None = None,
     ) -> list[TokenHit]:
-        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best: by "coverage" (hits desc,
-        importance desc, newer, id) or by "overlap" (hits / min(|tokens|, n_tokens) desc, id)."""
+        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best in `rank_by_coverage` order."""
         toks = sorted(set(tokens))
         if not toks:
             return []
@@ -656,13 +655,9 @@ class PostgresStore:
         )
         tail: list[Any] = []
         if limit is not None:
-            # The orders of rank_by_coverage and of the token-overlap fallback, as the SQLite store sorts them.
-            if by == "coverage":
-                sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
-                tail = [limit]
-            else:
-                sql += " ORDER BY hits::float8 / greatest(1, least(%s, n_tokens)) DESC, id ASC LIMIT %s"
-                tail = [len(toks), limit]
+            # rank_by_coverage's order, cut by the server: a common token can match a large share of the store.
+            sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
+            tail = [limit]
         rows = self._exec(sql, [toks, sorted({term_key(t) for t in toks}), *args, *tail])
         return [TokenHit(*r) for r in rows]
 
