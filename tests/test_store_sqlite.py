@@ -105,3 +105,14 @@ def test_vector_matrix_follows_writes_from_another_connection(tmp_path) -> None:
     assert b.vector_counts() == {"m:4": 3, "m:8": 1}
     a.close()
     b.close()
+
+
+def test_token_hits_with_more_tokens_than_a_compound_select_allows(tmp_path) -> None:
+    s = SQLiteStore(tmp_path / "t.db")
+    words = [f"w{i}" for i in range(1200)]
+    with s.transaction():
+        s.insert_insight(_insight("long", " ".join(words)), set(words))
+        s.insert_insight(_insight("short", "w5 w900"), {"w5", "w900"})
+    hits = {h.id: h.hits for h in s.token_hits(words)}
+    assert hits == {"long": 1200, "short": 2}
+    s.close()

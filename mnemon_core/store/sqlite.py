@@ -182,6 +182,19 @@ def _fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
 
+# SQLite caps a compound SELECT at 500 terms; longer token lists are unions of unions.
+_COMPOUND_MAX = 400
+
+
+def _match_union(n: int) -> str:
+    """A subquery listing the FTS rowid of every (token, insight) posting for n tokens bound in order."""
+    term = "SELECT rowid AS r FROM insights_fts WHERE insights_fts MATCH ?"
+    if n <= _COMPOUND_MAX:
+        return " UNION ALL ".join([term] * n)
+    sizes = [min(_COMPOUND_MAX, n - i) for i in range(0, n, _COMPOUND_MAX)]
+    return " UNION ALL ".join(f"SELECT r FROM ({' UNION ALL '.join([term] * k)})" for k in sizes)
+
+
 def _where(filters: Filters, alias: str = "") -> tuple[str, list[str]]:
     # Unary + keeps these terms off the indexes: without ANALYZE stats SQLite takes `deleted_at IS NULL` (or a
     # two-valued source) for selective and scans every active row instead of using the id / created_at index.
@@ -426,7 +439,7 @@ class SQLiteStore:
         toks = sorted(set(tokens))
         if not toks:
             return []
-        union = " UNION ALL ".join(["SELECT rowid AS r FROM insights_fts WHERE insights_fts MATCH ?"] * len(toks))
+        union = _match_union(len(toks))
         where, args = _where(filters, "i")
         if exclude is not None:
             where += " AND i.id != ?"
