@@ -541,8 +541,9 @@ class Memory:
         if vector is None and emb is not None:
             vecs = self.embed_texts([ins.content])
             vector = vecs[0] if vecs is not None else None
-        tokens = tokens_of(ins.content, ins.tags, ins.entities)
-        return (candidates.semantic_candidates(self.store, ins, tokens, self.cosines(vector)),
+        base = token_set(ins.content)  # as remember: the content's tokens, the insight itself left out
+        hits = self.store.token_hits(base, exclude=id)
+        return (candidates.semantic_candidates(self.store, ins, hits, len(base), self.cosines(vector)),
                 candidates.causal_candidates(self.store, ins))
 
 
