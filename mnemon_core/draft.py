@@ -74,6 +74,10 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]
 # ---------------------------------------------------------------------------------------------------- schema
 
 
+# Validators raise ValueError even for a wrong type: pydantic turns only ValueError (and AssertionError) into a
+# validation error with its location; a TypeError would escape as a crash.
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -90,7 +94,7 @@ def _optional_source(v: Any) -> str | None:
     if v is None or v == "":
         return None
     if not isinstance(v, str):
-        raise ValueError("source must be a string")
+        raise ValueError("source must be a string")  # noqa: TRY004
     return validate_source(v)
 
 
@@ -122,7 +126,7 @@ class DraftInsight(BaseModel):
     @classmethod
     def _content(cls, v: Any) -> str:
         if not isinstance(v, str):
-            raise ValueError("content must be a string")
+            raise ValueError("content must be a string")  # noqa: TRY004
         return validate_content(v)
 
     @field_validator("category", mode="before")
@@ -203,7 +207,7 @@ class DraftEdge(BaseModel):
         if v is None:
             return DEFAULT_EDGE_WEIGHT
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"weight must be a number, got {json.dumps(v, ensure_ascii=False)}")
+            raise ValueError(f"weight must be a number, got {json.dumps(v, ensure_ascii=False)}")  # noqa: TRY004
         if not 0.0 <= v <= 1.0:
             raise ValueError(f"weight must be between 0.0 and 1.0, got {v:.2f}")
         return float(v) if v != 0 else DEFAULT_EDGE_WEIGHT
@@ -214,7 +218,7 @@ class DraftEdge(BaseModel):
         if v is None or v == "":
             return None
         if not isinstance(v, str):
-            raise ValueError("reason must be a string")
+            raise ValueError("reason must be a string")  # noqa: TRY004
         return v
 
 
@@ -385,7 +389,7 @@ def dry_run_message(draft: ImportDraft) -> str:
 def progress_bar(total: int, label: str) -> Iterator[Callable[[int], None]]:
     """`advance(n)` for a bar on stderr when stderr is a terminal and `rich` (extra `progress`) is
     installed; otherwise a no-op, so pipes and logs stay clean."""
-    noop: Callable[[int], None] = lambda n: None  # noqa: E731
+    noop: Callable[[int], None] = lambda n: None
     if total <= 0 or not sys.stderr.isatty():
         yield noop
         return
@@ -469,8 +473,8 @@ class _Importer:
                 for i in batch:
                     try:
                         with store.transaction():  # a savepoint: a failing insight leaves nothing behind
-                            item = self._one(view, i, vectors.get(i), model, now, ts)
-                        done.append(item)
+                            row = self._one(view, i, vectors.get(i), model, now, ts)
+                        done.append(row)
                     except Exception as e:  # noqa: BLE001 — partial success: reported per item
                         view = _BuilderView(store)  # it may remember what the savepoint undid
                         err = f"{type(e).__name__}: {e}"
@@ -509,7 +513,8 @@ class _Importer:
         tokens = tokens_of(di.content, di.tags, ents)
         cos = mem.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
-        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)  # type: ignore[arg-type]
+        builders: Any = view  # duck-typed Store
+        write_insight(builders, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
         view.inserted(ins, tokens)
         store.log("import", new_id, mem._detail(di.content), now)
         return ImportItem(index=i, id=new_id, content=di.content, action="added"), source

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from mnemon_core import EmbedderError, Memory, NotFoundError, ReadOnlyError, ValidationError
-from mnemon_core import embed_ops
+from mnemon_core import EmbedderError, Memory, NotFoundError, ReadOnlyError, ValidationError, embed_ops
 from mnemon_core.embed import BaseEmbedder
 from mnemon_core.embed_ops import EmbedBackfillResult, EmbedCompleteResult, EmbedOneResult, EmbedStatus
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import io
+import itertools
 import json
 import sqlite3
 import sys
@@ -227,9 +228,10 @@ MALFORMED = [
     (ins(0, entities=["e" * 201]), f"insights[0].entities: entity too long (201 chars, max 200): {'e' * 50}"),
     (ins(1, source="s" * 101), "insights[1].source: source too long (101 chars, max 100)"),
     (ins(0, created_at="yesterday"), 'insights[0].created_at: invalid RFC 3339 timestamp "yesterday"'),
-    (ins(0, created_at="2024-03-15T09:30:00"), 'insights[0].created_at: invalid RFC 3339 timestamp "2024-03-15T09:30:00"'),
-    (ins(0, created_at="2024-03-15"), 'insights[0].created_at: invalid RFC 3339 timestamp "2024-03-15"'),
-    (ins(0, created_at="2024-13-15T09:30:00Z"), 'insights[0].created_at: invalid RFC 3339 timestamp "2024-13-15T09:30:00Z"'),
+    *[
+        (ins(0, created_at=bad_time), f'insights[0].created_at: invalid RFC 3339 timestamp "{bad_time}"')
+        for bad_time in ("2024-03-15T09:30:00", "2024-03-15", "2024-13-15T09:30:00Z", "2024-03-15 09:30:00Z")
+    ],
     (ins(0, created_at="20240315T093000Z"), 'insights[0].created_at: invalid RFC 3339 timestamp "20240315T093000Z"'),
     (ins(0, created_at=1710495000), "insights[0].created_at: invalid RFC 3339 timestamp 1710495000"),
     (edge(source_index=5), "edges[0].source_index: index 5 out of range (the draft has 2 insights)"),
@@ -306,7 +308,8 @@ def test_cli_rejects_with_one_line_and_writes_nothing(cli, tmp_path: Path, data_
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("{not json", "invalid draft JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        ("{not json",
+         "invalid draft JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
         ("[1, 2]", "invalid draft: must be a JSON object"),
         ('"text"', "invalid draft: must be a JSON object"),
     ],
@@ -387,7 +390,7 @@ def test_supersedes_edge_is_one_way(mem: Memory) -> None:
 
 def test_duplicates_skip_across_imports_and_inside_one(mem: Memory) -> None:
     first = mem.import_draft(draft_of("alpha fact", "beta fact", "gamma fact", source="s"))
-    a, b, c = (x.id for x in first.results)
+    a, b, _ = (x.id for x in first.results)
     second = mem.import_draft({
         "schema_version": "1", "source": "s",
         "insights": [{"content": "beta fact"}, {"content": "delta fact"}, {"content": "delta fact"},
@@ -436,7 +439,7 @@ def backbone(mem: Memory) -> set[tuple[str, str, str]]:
 
 
 def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
-    at = lambda h: f"2024-05-01T{h:02d}:00:00Z"  # noqa: E731
+    at = lambda h: f"2024-05-01T{h:02d}:00:00Z"
     first = mem.import_draft({"schema_version": "1", "source": "log", "insights": [
         {"content": "ten o'clock standup", "created_at": at(10)},
         {"content": "noon lunch", "created_at": at(12)},
@@ -453,7 +456,7 @@ def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
     n1130, n11, n13 = (x.id for x in second.results)
     chain = [e10, n11, n1130, e12, n13]
     expected = set()
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         expected |= {(a, b, "precedes"), (b, a, "succeeds")}
     assert backbone(mem) == expected  # e10 ⇄ e12 removed; no proximity edges; `other` untouched
     assert all(e.metadata["sub_type"] == "backbone" for e in mem.store.iter_edges() if e.edge_type == "temporal")

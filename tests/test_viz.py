@@ -35,10 +35,10 @@ def test_dot_exact(mem: Memory) -> None:
         "",
     ]
     assert lines[5:8] == [
-        f'  "{a}" [label="{a[:8]}: [decision] Chose Qdrant because filtering is fast", fillcolor="#e74c3c", '
-        'fontcolor="white"];',
-        f'  "{b}" [label="{b[:8]}: [fact] He said \\"ship it\\" </script><!-- & then left", fillcolor="#3498db", '
-        'fontcolor="white"];',
+        (f'  "{a}" [label="{a[:8]}: [decision] Chose Qdrant because filtering is fast", fillcolor="#e74c3c", '
+         'fontcolor="white"];'),
+        (f'  "{b}" [label="{b[:8]}: [fact] He said \\"ship it\\" </script><!-- & then left", fillcolor="#3498db", '
+         'fontcolor="white"];'),
         f'  "{c}" [label="{c[:8]}: [general] {"数据库" * 6}数据...", fillcolor="#95a5a6", fontcolor="white"];',
     ]
     assert lines[8] == ""
@@ -77,7 +77,7 @@ def test_unsupported_format(mem: Memory, cli, data_dir) -> None:
 
 
 def embedded(page: str) -> str:
-    m = re.search(r'<script id="mnemon-data" type="application/json">(.*?)</script>', page, re.S)
+    m = re.search(r'<script id="mnemon-data" type="application/json">(.*?)</script>', page, re.DOTALL)
     assert m
     return m.group(1)
 
@@ -89,7 +89,7 @@ def test_html_is_self_contained(mem: Memory) -> None:
     page = render(mem, "html")
     assert page.startswith("<!DOCTYPE html>")
     # Nothing loads from anywhere: no external scripts, styles, images or fonts.
-    assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)\s*=", page, re.I)
+    assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)\s*=", page, re.IGNORECASE)
     assert "@import" not in page and "url(" not in page
     assert "<canvas" in page
     # The content cannot end the data element early: only the page's own two scripts close.
