@@ -1,23 +1,30 @@
-"""The read side of the graph as recall needs it, memoised per store: insight attributes, adjacency lists
-and the supersede targets, valid while `store.graph_version()` stays the same.
+"""The read side of the graph as recall needs it, memoised per store and kept as arrays: every insight a query
+touched gets a dense index; its attributes (importance, created_at, category, source) and its adjacency list
+(neighbour index, edge type code, weight — both directions, one entry per neighbour and type, sorted by
+neighbour id then type) are fetched once, in batches, and reused by later queries.
 
-A recall touches thousands of nodes; asking SQLite for each of them on every query would dominate its cost.
-The memo fills lazily (only what queries reached) and is dropped as a whole when any process changes
-insights or edges, so it never serves a stale edge. A fresh process (the CLI) pays only for what one query
-touches, level by level, in batched queries.
+The memo is valid while `store.graph_version()` stays the same and is dropped as a whole when any process
+changes insights or edges, so it never serves a stale edge. A fresh process (the CLI) pays only for what one
+query touches, level by level; a long-lived one stops reading the graph from SQLite at all once warm.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Sequence
+from bisect import bisect_left
+from collections.abc import Hashable, Iterable, Sequence
 
+import numpy as np
+
+from ..models import EdgeType
 from ..store import Filters, Store
+from .traverse import Edges
 
-__all__ = ["GraphView", "Meta", "graph_view"]
+__all__ = ["EDGE_TYPES", "GraphView", "graph_view"]
 
-# id → (importance, created_at, category, source)
-Meta = tuple[int, str, str, str]
+# Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
+EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))
+_TYPE_CODE = {t: i for i, t in enumerate(EDGE_TYPES)}
 
 _views: weakref.WeakKeyDictionary[Store, GraphView] = weakref.WeakKeyDictionary()
 
@@ -37,82 +44,247 @@ class GraphView:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._version: Hashable = object()
-        self._meta: dict[str, Meta | None] = {}
-        self._adj: dict[str, list[tuple[str, str, float]]] = {}
-        self._superseded: set[str] | None = None
         self._vec_ids: list[str] = []
         self._vec_row: dict[str, int] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ids: list[str] = []  # index → id
+        self._sorted_ids: list[str] = []  # the indexed ids in order (for id_rank)
+        self._rank = np.zeros(0, dtype=np.int64)
+        self.index: dict[str, int] = {}  # id → index
+        # Flat adjacency: node n's edges are [_start[n], _start[n] + _degree[n]) of _nbr/_etype/_weight.
+        self._start = np.zeros(0, dtype=np.int64)  # -1 = not loaded
+        self._degree = np.zeros(0, dtype=np.int64)
+        self._nbr = np.zeros(0, dtype=np.int64)
+        self._etype = np.zeros(0, dtype=np.int64)
+        self._weight = np.zeros(0, dtype=np.float64)
+        self._edge_n = 0
+        # Attributes by index; `_known` marks rows fetched, `_active` those that exist and are not deleted.
+        self._known = np.zeros(0, dtype=bool)
+        self._active = np.zeros(0, dtype=bool)
+        self.importance = np.zeros(0, dtype=np.int64)
+        self.created: list[str] = []
+        self._cat = np.zeros(0, dtype=np.int64)
+        self._src = np.zeros(0, dtype=np.int64)
+        self._codes: dict[str, int] = {}
+        self._superseded: np.ndarray | None = None
+        self._vecrow = np.zeros(0, dtype=np.int64)
 
     def sync(self) -> None:
         """Drop the memo if the store changed since it was filled. Call once at the start of a query."""
         version = self.store.graph_version()
         if version != self._version:
             self._version = version
-            self._meta.clear()
-            self._adj.clear()
-            self._superseded = None
+            self._reset()
 
     # ------------------------------------------------------------------ nodes
 
-    def meta(self, ids: Sequence[str]) -> dict[str, Meta]:
-        """Attributes of the active insights among ids (inactive or unknown ids are left out)."""
-        memo = self._meta
-        missing = [i for i in ids if i not in memo]
-        if missing:
-            found = self.store.insight_meta(missing)
-            for i in missing:
-                memo[i] = found.get(i)
-        out: dict[str, Meta] = {}
-        for i in ids:
-            m = memo[i]
+    def size(self) -> int:
+        return len(self.ids)
+
+    def id_of(self, node: int) -> str:
+        return self.ids[node]
+
+    def id_rank(self, nodes: np.ndarray) -> np.ndarray:
+        """Each node's position in id order among all indexed nodes (ties in the beam are broken by id).
+
+        Kept up to date incrementally: nodes indexed since the last call are merged into the sorted order
+        (a bisect each, plus one vectorised shift of the old ranks), so a warm memo pays nothing.
+        """
+        n = len(self.ids)
+        done = len(self._sorted_ids)
+        if done < n:
+            fresh = sorted(range(done, n), key=self.ids.__getitem__)
+            fresh_ids = [self.ids[i] for i in fresh]
+            at = np.fromiter((bisect_left(self._sorted_ids, x) for x in fresh_ids), dtype=np.int64, count=len(fresh))
+            rank = np.zeros(max(n, self._rank.shape[0]), dtype=np.int64)
+            old = self._rank[:done]
+            rank[:done] = old + np.searchsorted(at, old, side="right")
+            rank[fresh] = at + np.arange(len(fresh))
+            self._rank = rank
+            merged = self._sorted_ids + fresh_ids
+            merged.sort()  # two sorted runs: timsort merges them in one pass
+            self._sorted_ids = merged
+        return self._rank[nodes]
+
+    def intern(self, ids: Iterable[str]) -> np.ndarray:
+        """Dense indices of ids (new ones are appended)."""
+        index = self.index
+        out = []
+        first_new = len(self.ids)
+        for id_ in ids:
+            i = index.get(id_)
+            if i is None:
+                i = index[id_] = len(self.ids)
+                self.ids.append(id_)
+                self.created.append("")
+            out.append(i)
+        if len(self.ids) > first_new:
+            self._grow()
+            rows = self._vec_row
+            for i in range(first_new, len(self.ids)):
+                self._vecrow[i] = rows.get(self.ids[i], -1)
+        return np.asarray(out, dtype=np.int64)
+
+    def _grow(self) -> None:
+        n = len(self.ids)
+        have = self._known.shape[0]
+        if n <= have:
+            return
+        cap = max(n, have * 2, 256)
+        self._known = _grown(self._known, cap)
+        self._active = _grown(self._active, cap)
+        self.importance = _grown(self.importance, cap)
+        self._cat = _grown(self._cat, cap)
+        self._src = _grown(self._src, cap)
+        start = np.full(cap, -1, dtype=np.int64)
+        start[: self._start.shape[0]] = self._start
+        self._start = start
+        self._degree = _grown(self._degree, cap)
+        vecrow = np.full(cap, -1, dtype=np.int64)
+        vecrow[: self._vecrow.shape[0]] = self._vecrow
+        self._vecrow = vecrow
+
+    def _code(self, value: str) -> int:
+        c = self._codes.get(value)
+        if c is None:
+            c = self._codes[value] = len(self._codes)
+        return c
+
+    def ensure_meta(self, nodes: np.ndarray) -> None:
+        """Fetch the attributes of nodes not seen yet (one query per 900)."""
+        missing = nodes[~self._known[nodes]]
+        if missing.size == 0:
+            return
+        missing = np.unique(missing)
+        found = self.store.insight_meta([self.ids[i] for i in missing.tolist()])
+        for i in missing.tolist():
+            m = found.get(self.ids[i])
             if m is not None:
-                out[i] = m
-        return out
+                self._active[i] = True
+                self.importance[i] = m[0]
+                self.created[i] = m[1]
+                self._cat[i] = self._code(m[2])
+                self._src[i] = self._code(m[3])
+        self._known[missing] = True
+
+    def active(self, nodes: np.ndarray) -> np.ndarray:
+        self.ensure_meta(nodes)
+        return self._active[nodes]
+
+    def scope_mask(self, nodes: np.ndarray, scope: Filters) -> np.ndarray:
+        """True for nodes that are active and pass the exact category/source filters."""
+        self.ensure_meta(nodes)
+        mask = self._active[nodes].copy()
+        if scope.category is not None:
+            mask &= self._cat[nodes] == self._codes.get(scope.category, -1)
+        if scope.source is not None:
+            mask &= self._src[nodes] == self._codes.get(scope.source, -1)
+        return mask
 
     def in_scope(self, ids: Sequence[str], scope: Filters) -> set[str]:
-        """The ids that are active and pass the exact category/source filters."""
-        metas = self.meta(ids)
-        return {i for i, m in metas.items() if _passes(m, scope)}
+        nodes = self.intern(ids)
+        mask = self.scope_mask(nodes, scope)
+        return {id_ for id_, ok in zip(ids, mask.tolist()) if ok}
+
+    def meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """id → (importance, created_at) of the active insights among ids."""
+        nodes = self.intern(ids)
+        act = self.active(nodes)
+        return {
+            id_: (int(self.importance[n]), self.created[n]) for id_, n, ok in zip(ids, nodes.tolist(), act.tolist()) if ok
+        }
 
     # ------------------------------------------------------------------ edges
 
-    def neighbours(self, ids: Sequence[str], scope: Filters | None = None) -> dict[str, list[tuple[str, str, float]]]:
-        """Each id's (neighbour, edge type, weight), both directions, one entry per (neighbour, type) with the
-        larger weight, sorted; neighbours outside `scope` are dropped (traversal cannot leave the scope)."""
-        memo = self._adj
-        missing = [i for i in ids if i not in memo]
-        if missing:
-            best: dict[str, dict[tuple[str, str], float]] = {i: {} for i in missing}
-            for node, other, etype, weight in self.store.adjacency(missing):
-                if node == other:
-                    continue
-                edges = best[node]
-                key = (other, etype)
-                w = float(weight if weight is not None else 0.0)
-                if w > edges.get(key, float("-inf")):
-                    edges[key] = w
-            for node, edges in best.items():
-                memo[node] = sorted((o, t, w) for (o, t), w in edges.items())
-        if scope is None or (scope.category is None and scope.source is None):
-            return {i: memo[i] for i in ids}
-        others = sorted({o for i in ids for o, _, _ in memo[i]})
-        keep = self.in_scope(others, scope)
-        return {i: [e for e in memo[i] if e[0] in keep] for i in ids}
+    def _ensure_adj(self, nodes: np.ndarray) -> None:
+        """Load the adjacency lists of nodes not loaded yet (one query per 400 nodes) into the flat arrays."""
+        missing = np.unique(nodes[self._start[nodes] < 0]).tolist()
+        if not missing:
+            return
+        best: dict[int, dict[tuple[str, int], float]] = {n: {} for n in missing}
+        index = self.index
+        for node_id, other, etype, weight in self.store.adjacency([self.ids[n] for n in missing]):
+            code = _TYPE_CODE.get(etype)
+            if node_id == other or code is None:
+                continue
+            edges = best[index[node_id]]
+            key = (other, code)
+            w = float(weight) if weight is not None else 0.0
+            if w > edges.get(key, float("-inf")):
+                edges[key] = w
+        for n in missing:
+            keys = sorted(best[n])  # neighbour id, then type: the beam's order among equal scores
+            nbr = self.intern([k[0] for k in keys])
+            lo = self._edge_n
+            self._reserve(len(keys))
+            hi = lo + len(keys)
+            self._nbr[lo:hi] = nbr
+            self._etype[lo:hi] = [k[1] for k in keys]
+            self._weight[lo:hi] = [best[n][k] for k in keys]
+            self._edge_n = hi
+            self._start[n] = lo
+            self._degree[n] = len(keys)
 
-    def superseded(self) -> set[str]:
+    def _reserve(self, extra: int) -> None:
+        need = self._edge_n + extra
+        if need > self._nbr.shape[0]:
+            cap = max(need, self._nbr.shape[0] * 2, 4096)
+            self._nbr = _grown(self._nbr, cap)
+            self._etype = _grown(self._etype, cap)
+            self._weight = _grown(self._weight, cap)
+
+    def edges(self, nodes: np.ndarray) -> Edges:
+        """Flat adjacency of nodes (loaded on first use), for `beam_search_arrays`."""
+        self._ensure_adj(nodes)
+        return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight)
+
+    def neighbours(self, ids: Sequence[str], scope: Filters | None = None) -> dict[str, list[tuple[str, str, float]]]:
+        """Plain-data view for `traverse.beam_search`: id → [(neighbour id, edge type, weight)], sorted by
+        neighbour id then type; neighbours outside `scope` are left out (traversal cannot leave the scope)."""
+        nodes = self.intern(ids)
+        e = self.edges(nodes)
+        out: dict[str, list[tuple[str, str, float]]] = {}
+        for id_, lo, deg in zip(ids, e.start.tolist(), e.degree.tolist()):
+            nbr = e.nbr[lo : lo + deg]
+            keep = self.scope_mask(nbr, scope) if scope is not None else np.ones(deg, dtype=bool)
+            out[id_] = [
+                (self.ids[n], EDGE_TYPES[t], w)
+                for n, t, w, k in zip(nbr.tolist(), e.etype[lo : lo + deg].tolist(), e.weight[lo : lo + deg].tolist(),
+                                      keep.tolist())
+                if k
+            ]
+        return out
+
+    def superseded(self) -> np.ndarray:
+        """Node indices of every active `supersedes` target."""
         if self._superseded is None:
-            self._superseded = self.store.superseded_ids()
+            self._superseded = self.intern(sorted(self.store.superseded_ids()))
         return self._superseded
 
     # ------------------------------------------------------------------ vectors
 
-    def vector_rows(self, ids: list[str]) -> dict[str, int]:
-        """id → row of the vector matrix whose row ids are `ids` (rebuilt only when they change)."""
+    def use_vectors(self, ids: list[str]) -> None:
+        """Rows of the vector matrix are `ids`; node → row mapping is rebuilt only when they change."""
         if ids != self._vec_ids:
             self._vec_ids = ids
             self._vec_row = {id_: r for r, id_ in enumerate(ids)}
+            self._vecrow[:] = -1
+            rows = self._vec_row
+            for i, id_ in enumerate(self.ids):
+                self._vecrow[i] = rows.get(id_, -1)
+
+    def vector_index(self) -> dict[str, int]:
+        """id → row of the current vector matrix."""
         return self._vec_row
 
+    def vector_rows(self, nodes: np.ndarray) -> np.ndarray:
+        """Row of each node in the current vector matrix, -1 without a vector."""
+        return self._vecrow[nodes]
 
-def _passes(meta: Meta, scope: Filters) -> bool:
-    return (scope.category is None or meta[2] == scope.category) and (scope.source is None or meta[3] == scope.source)
+
+def _grown(arr: np.ndarray, cap: int) -> np.ndarray:
+    out = np.zeros(cap, dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out

@@ -2,13 +2,16 @@
 
 `smart_recall` takes the intent already decided and the query vector already embedded (`Memory.recall` does
 both, and the access bump and output shaping after); everything in between is here, reading the store only
-through `GraphView` and a few batched signal queries, all inside the category/source scope.
+through the `GraphView` memo and a few batched signal queries, all inside the category/source scope.
+
+`engine="arrays"` (the default) runs the beam search and rerank as numpy array operations; `"reference"` runs
+the plain-Python versions of the same steps over ids. They give the same results (the tests hold them to it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -17,13 +20,13 @@ from ..entities import ASCII_WORD_RE, extract_entities, query_entities
 from ..models import EdgeType, Intent
 from ..store import Filters, Store
 from ..text import token_set
-from .anchors import entity_ranking, fuse, keyword_ranking, vector_ranking
+from .anchors import Anchor, entity_ranking, fuse, keyword_ranking, vector_ranking
 from .config import SMART, RecallConfig
-from .graph import graph_view
+from .graph import EDGE_TYPES, GraphView, graph_view
 from .output import hint
-from .rerank import Scored, rank, rerank, why_order
+from .rerank import Scored, rank, rerank, rerank_arrays, top_arrays, why_order
 from .results import RecallMeta
-from .traverse import beam_search
+from .traverse import Edges, beam_search, beam_search_arrays
 
 __all__ = ["Outcome", "VectorInput", "scope_of", "smart_recall"]
 
@@ -43,6 +46,18 @@ class Outcome(NamedTuple):
     meta: RecallMeta
 
 
+class _Signals(NamedTuple):
+    anchors: list[Anchor]
+    keyword: dict[str, float]  # id → share of query tokens held (every insight holding one)
+    entity: dict[str, float]  # id → share of query entities named
+    cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
+
+
+def scope_of(category: str | None, source: str | None) -> Filters:
+    """`--cat` / `--source` as a scope; empty means unset."""
+    return Filters(category=category or None, source=source or None)
+
+
 def smart_recall(
     store: Store,
     query: str,
@@ -53,43 +68,190 @@ def smart_recall(
     scope: Filters,
     vectors: VectorInput | None = None,
     config: RecallConfig = SMART,
+    engine: Literal["arrays", "reference"] = "arrays",
 ) -> Outcome:
     view = graph_view(store)
     view.sync()
+    if vectors is not None and not vectors.ids:
+        vectors = None
+    view.use_vectors(vectors.ids if vectors is not None else [])
+    sig = _signals(store, view, query, scope, vectors, config)
+    run = _run_arrays if engine == "arrays" else _run_reference
+    results, traversed = run(view, sig, intent, scope, limit, config)
+    if intent == Intent.WHY and len(results) > 1:
+        causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
+        results = why_order(results, [(e.source_id, e.target_id) for e in causal])
+    meta = RecallMeta(
+        intent=intent, intent_source=intent_source, anchor_count=len(sig.anchors), traversed=traversed,
+        hint=hint(len(results), limit),
+    )
+    return Outcome(results, meta)
+
+
+# ---------------------------------------------------------------------------------------------- step 2
+
+
+def _signals(
+    store: Store, view: GraphView, query: str, scope: Filters, vectors: VectorInput | None, config: RecallConfig
+) -> _Signals:
     k = config.anchor_top_k
     scoped = scope.category is not None or scope.source is not None
 
-    # Signal 1: keyword. token_hits covers every insight holding a query token, so its coverage is also
-    # the rerank's keyword score.
+    # Signal 1: keyword. token_hits covers every insight holding a query token, so its coverage is also the
+    # rerank's keyword score.
     q_tokens = token_set(query)
     hits = store.token_hits(q_tokens, filters=scope) if q_tokens else []
     keyword = {h.id: h.hits / len(q_tokens) for h in hits}
 
     # Signal 2: vector (calibrated cosine > 0.1), only with a query vector and stored vectors.
-    cosine: Callable[[str], float] | None = None
+    cosines = None
     vector_rank: list[str] = []
-    if vectors is not None and vectors.ids:
-        cal = vectors.calibration(vectors.matrix @ vectors.query.astype(np.float32, copy=False))
-        rows = view.vector_rows(vectors.ids)
-        cosine = _lookup(cal, rows)
+    if vectors is not None:
+        raw = vectors.matrix @ vectors.query.astype(np.float32, copy=False)
+        cosines = np.asarray(vectors.calibration(raw), dtype=np.float64)
         in_scope = (lambda ids: view.in_scope(ids, scope)) if scoped else None
-        vector_rank = vector_ranking(vectors.ids, cal, k, min_cos=config.vector_min_cos, in_scope=in_scope)
+        vector_rank = vector_ranking(vectors.ids, cosines, k, min_cos=config.vector_min_cos, in_scope=in_scope)
 
     # Signal 3: recency, always.
     time_rank = [ins.id for ins in store.latest(limit=k, filters=scope)]
 
     # Signal 4: entity, with the same extractor as remember (known-entity path case-insensitive).
-    entity = _entity_scores(store, query, scope)
-    entity_rank = entity_ranking(entity.hits, entity.n, view.meta(list(entity.hits)), k)
+    n_ents, ent_hits = _entity_hits(store, query, scope)
+    entity = {id_: c / n_ents for id_, c in ent_hits.items()} if n_ents else {}
+    entity_rank = entity_ranking(ent_hits, n_ents, view.meta(list(ent_hits)), k)
 
     anchors = fuse(
         {"keyword": keyword_ranking(hits, k), "vector": vector_rank, "time": time_rank, "entity": entity_rank},
         config.rrf_k,
     )
+    return _Signals(anchors, keyword, entity, cosines)
+
+
+def _entity_hits(store: Store, query: str, scope: Filters) -> tuple[int, dict[str, int]]:
+    """(distinct query entities, id → how many of them the insight names)."""
+    words = ASCII_WORD_RE.findall(query)
+    candidates = [*words, *extract_entities(query)]
+    known = store.known_entities(candidates, casefold=True).values() if candidates else ()
+    lowered = {e.lower() for e in query_entities(query, set(known)) if e}
+    if not lowered:
+        return 0, {}
+    return len(lowered), store.entity_hits(lowered, scope)
+
+
+# ---------------------------------------------------------------------------------------------- steps 3-4
+
+
+def _run_arrays(
+    view: GraphView, sig: _Signals, intent: Intent, scope: Filters, limit: int, config: RecallConfig
+) -> tuple[list[Scored], int]:
+    if not sig.anchors:
+        return [], 0
+    phi_by_type = config.phi(intent)
+    phi = np.array([phi_by_type.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
+    cos_ext = None
+    bonus = None
+    if sig.cosines is not None:
+        cos_ext = np.append(sig.cosines, 0.0)  # row -1 (no vector) reads the trailing 0
+        lambda2 = config.lambda2
+        cos_pos = np.maximum(0.0, cos_ext)
+
+        def bonus(nodes: np.ndarray) -> np.ndarray:
+            return lambda2 * cos_pos[view.vector_rows(nodes)]
 
     params = config.traversal[intent]
-    traversal = beam_search(
-        anchors,
+    anchor_nodes = view.intern([a.id for a in sig.anchors])
+    walked = beam_search_arrays(
+        anchor_nodes,
+        np.array([a.score for a in sig.anchors], dtype=np.float64),
+        _Scoped(view, scope),
+        phi,
+        beam_width=params.beam_width,
+        max_depth=params.max_depth,
+        max_visited=params.max_visited,
+        lambda1=config.lambda1,
+        bonus=bonus,
+    )
+    nodes = walked.nodes
+    keyword = _by_node(view, sig.keyword, nodes)
+    entity = _by_node(view, sig.entity, nodes)
+    similarity = cos_ext[view.vector_rows(nodes)] if cos_ext is not None else None
+    superseded = np.isin(nodes, view.superseded())
+    score, graph, sim = rerank_arrays(
+        walked.scores,
+        weights=config.rerank_weights[intent].effective(sig.cosines is not None),
+        keyword=keyword,
+        entity=entity,
+        similarity=similarity,
+        superseded=superseded,
+        superseded_factor=config.superseded_factor,
+    )
+    view.ensure_meta(nodes)
+    ids = view.ids
+    rows = top_arrays(
+        score, lambda r: view.importance[nodes[r]], lambda r: (view.created[int(nodes[r])], ids[int(nodes[r])]),
+        limit,
+    )
+    labels = {a.id: a.via for a in sig.anchors}
+    out = []
+    for r in rows:
+        node = int(nodes[r])
+        code = int(walked.via_type[r])
+        via = labels[ids[node]] if code < 0 else EDGE_TYPES[code]
+        out.append(
+            Scored(ids[node], float(score[r]), via, float(keyword[r]), float(entity[r]), float(sim[r]),
+                   float(graph[r]), bool(superseded[r]))
+        )
+    return out, int(nodes.shape[0])
+
+
+class _Scoped:
+    """The view as `beam_search_arrays` sees it: edges never leave the scope."""
+
+    def __init__(self, view: GraphView, scope: Filters) -> None:
+        self.view = view
+        self.scope = scope
+
+    def size(self) -> int:
+        return self.view.size()
+
+    def edges(self, nodes: np.ndarray) -> Edges:
+        return self.view.edges(nodes)
+
+    def allowed(self, nodes: np.ndarray) -> np.ndarray | None:
+        if self.scope.category is None and self.scope.source is None:
+            return None
+        return self.view.scope_mask(nodes, self.scope)
+
+    def id_rank(self, nodes: np.ndarray) -> np.ndarray:
+        return self.view.id_rank(nodes)
+
+
+def _by_node(view: GraphView, values: dict[str, float], nodes: np.ndarray) -> np.ndarray:
+    """values (by id) aligned with nodes; 0 where absent."""
+    dense = np.zeros(view.size(), dtype=np.float64)
+    index = view.index
+    for id_, v in values.items():
+        i = index.get(id_)
+        if i is not None:
+            dense[i] = v
+    return dense[nodes]
+
+
+def _run_reference(
+    view: GraphView, sig: _Signals, intent: Intent, scope: Filters, limit: int, config: RecallConfig
+) -> tuple[list[Scored], int]:
+    cosine: Callable[[str], float] | None = None
+    if sig.cosines is not None:
+        cos = sig.cosines
+        rows = view.vector_index()
+
+        def cosine(id_: str) -> float:
+            r = rows.get(id_)
+            return 0.0 if r is None else float(cos[r])
+
+    params = config.traversal[intent]
+    walked = beam_search(
+        sig.anchors,
         lambda ids: view.neighbours(ids, scope),
         config.phi(intent),
         beam_width=params.beam_width,
@@ -99,56 +261,15 @@ def smart_recall(
         lambda2=config.lambda2,
         cosine=cosine,
     )
-
+    superseded = {view.ids[i] for i in view.superseded().tolist()}
     scored = rerank(
-        traversal.scores,
-        traversal.via,
+        walked.scores,
+        walked.via,
         weights=config.rerank_weights[intent].effective(cosine is not None),
-        keyword=keyword,
-        entity=entity.share,
+        keyword=sig.keyword,
+        entity=sig.entity,
         similarity=cosine,
-        superseded=view.superseded(),
+        superseded=superseded,
         superseded_factor=config.superseded_factor,
     )
-    results = rank(scored, view.meta(list(traversal.scores)), limit)
-    if intent == Intent.WHY and len(results) > 1:
-        causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
-        results = why_order(results, [(e.source_id, e.target_id) for e in causal])
-    meta = RecallMeta(
-        intent=intent, intent_source=intent_source, anchor_count=len(anchors), traversed=len(traversal.scores),
-        hint=hint(len(results), limit),
-    )
-    return Outcome(results, meta)
-
-
-class _EntityScores(NamedTuple):
-    n: int  # distinct query entities (case-insensitive)
-    hits: dict[str, int]  # id → distinct query entities it names
-    share: dict[str, float]  # id → hits / n
-
-
-def _entity_scores(store: Store, query: str, scope: Filters) -> _EntityScores:
-    words = ASCII_WORD_RE.findall(query)
-    candidates = [*words, *extract_entities(query)]
-    known = store.known_entities(candidates, casefold=True).values() if candidates else ()
-    lowered = {e.lower() for e in query_entities(query, set(known)) if e}
-    if not lowered:
-        return _EntityScores(0, {}, {})
-    hits = store.entity_hits(lowered, scope)
-    n = len(lowered)
-    return _EntityScores(n, hits, {id_: c / n for id_, c in hits.items()})
-
-
-def _lookup(cal: np.ndarray, rows: dict[str, int]) -> Callable[[str], float]:
-    """id → calibrated cosine (0 for an insight without a vector of this model)."""
-
-    def cosine(id_: str) -> float:
-        r = rows.get(id_)
-        return 0.0 if r is None else float(cal[r])
-
-    return cosine
-
-
-def scope_of(category: str | None, source: str | None) -> Filters:
-    """`--cat` / `--source` as a scope; empty means unset."""
-    return Filters(category=category or None, source=source or None)
+    return rank(scored, view.meta(list(walked.scores)), limit), len(walked.scores)

@@ -20,9 +20,11 @@ import heapq
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
 from .constants import SUPERSEDED_FACTOR
 
-__all__ = ["Scored", "graph_scores", "rank", "rerank", "why_order"]
+__all__ = ["Scored", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_order"]
 
 
 class Scored(NamedTuple):
@@ -82,6 +84,54 @@ def rank(scored: Iterable[Scored], meta: Mapping[str, tuple[int, str]], limit: i
     rows.sort(key=lambda s: meta[s.id][1] if s.id in meta else "", reverse=True)
     rows.sort(key=lambda s: (-s.score, -(meta[s.id][0] if s.id in meta else 0)))
     return rows if limit is None else rows[:limit]
+
+
+def rerank_arrays(
+    raw: np.ndarray,
+    *,
+    weights: tuple[float, float, float, float],
+    keyword: np.ndarray,
+    entity: np.ndarray,
+    similarity: np.ndarray | None,
+    superseded: np.ndarray,
+    superseded_factor: float = SUPERSEDED_FACTOR,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`rerank` over aligned arrays (one row per candidate): returns (final score, graph, similarity)."""
+    w_kw, w_ent, w_sim, w_gr = weights
+    if raw.size == 0:
+        return raw.copy(), raw.copy(), raw.copy()
+    lo, hi = float(raw.min()), float(raw.max())
+    span = hi - lo
+    graph = (raw - lo) / span if span > 0 else np.zeros_like(raw)
+    sim = np.maximum(0.0, similarity) if similarity is not None else np.zeros_like(raw)
+    score = w_kw * keyword + w_ent * entity + w_sim * sim + w_gr * graph
+    score = np.where(superseded, score * superseded_factor, score)
+    return score, graph, sim
+
+
+def top_arrays(
+    score: np.ndarray, importance: Callable[[np.ndarray], np.ndarray], key: Callable[[int], tuple[str, str]],
+    limit: int,
+) -> list[int]:
+    """Rows of the `limit` best scores, ordered as `rank` orders them (score, importance, newer, id).
+
+    Only rows that can make the cut are compared on the full key: the best `limit` scores and whatever ties
+    the last of them. `key(row)` → (created_at, id).
+    """
+    n = int(score.shape[0])
+    if n == 0:
+        return []
+    if n > limit:
+        cut = np.partition(score, n - limit)[n - limit]
+        rows = np.flatnonzero(score >= cut)
+    else:
+        rows = np.arange(n)
+    imp = importance(rows)
+    items = [(float(score[r]), int(i), *key(int(r)), int(r)) for r, i in zip(rows.tolist(), imp.tolist())]
+    items.sort(key=lambda t: t[3])  # id
+    items.sort(key=lambda t: t[2], reverse=True)  # newer
+    items.sort(key=lambda t: (-t[0], -t[1]))  # score, importance
+    return [t[4] for t in items[:limit]]
 
 
 def why_order(results: Sequence[Scored], causal: Iterable[tuple[str, str]]) -> list[Scored]:
