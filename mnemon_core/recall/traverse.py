@@ -226,7 +226,8 @@ def beam_search_arrays(
         new[fresh[first]] = True
         room = max_visited - count
         processed = np.ones(t_pair.size, dtype=bool)
-        binding = np.bincount(t_anchor[new], minlength=n_anchors) > room
+        # The budget binds when new discoveries reach the room left: nothing after the last one is processed.
+        binding = np.bincount(t_anchor[new], minlength=n_anchors) >= room
         if binding.any():
             _apply_budget(binding, room, t_anchor, t_pair, t_score, new, processed)
         seen_nodes.append(t_nbr[processed])
