@@ -4,12 +4,16 @@ Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra 
 
 Layout: one Postgres schema per store (`mnemon_<name>`), so stores stay isolated in one database and a store is
 dropped with its schema. Each holds the SQLite store's tables in Postgres terms:
-- `insights`: the spec's columns, plus `seq` (insertion order, the SQLite rowid), the distinct pre-tokenised
-  `terms` with a GIN index (keyword signal: which insights hold which query tokens; the score itself is
-  computed exactly as on SQLite), the vector in a pgvector column with one partial HNSW index (cosine) per
-  embedding model and dimension, and `vec_seq` (see `vectors.py`).
+- `insights`: the spec's columns, plus `seq` (insertion order, the SQLite rowid) and the distinct
+  pre-tokenised `terms` with a GIN index (keyword signal: which insights hold which query tokens; the score
+  itself is computed exactly as on SQLite).
+- `vectors`: one pgvector row per embedded insight with its model, an `active` flag and `vec_seq` (see
+  `vectors.py`), one partial HNSW index (cosine) per embedding model and dimension. A table of its own, so
+  that updating an insight (access counts, EI) never re-inserts its vector into the HNSW graph.
 - `edges` with indexes on (source, type) and (target, type) for the graph's neighbour queries;
-  `insight_entities`; `oplog` (capped at 5000 rows); `mnemon_meta` (schema version, counters).
+  `insight_entities`; `oplog` (capped at 5000 rows); `mnemon_meta` (schema version; counters of active insights,
+vector changes and graph changes, each moved once per transaction at commit, so a long import does not
+rewrite one hot row thousands of times).
 Text columns use the "C" collation, so ordering and equality are byte-wise, as in SQLite.
 
 Concurrency: the outermost `transaction()` takes a transaction-scoped advisory lock per store as its first
@@ -50,6 +54,7 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 HNSW_MAX_DIM = 2000  # pgvector's HNSW limit for `vector`; larger vectors are scanned exactly
 CONNECT_TIMEOUT_S = 10
+BULK_INDEX_MEM = "2GB"  # for building an HNSW index over copied vectors (`mnemon migrate`)
 
 _INSIGHT_COLS = (
     "id, content, category, importance, tags, entities, source, access_count, created_at, updated_at, "
@@ -119,10 +124,7 @@ def _m001_initial(run: Callable[[str], None]) -> None:
             effective_importance double precision NOT NULL DEFAULT 0.5,
             stored_at text COLLATE "C",
             terms text[] COLLATE "C" NOT NULL DEFAULT '{}',
-            n_tokens integer NOT NULL DEFAULT 0,
-            embedding vector,
-            embed_model text COLLATE "C",
-            vec_seq bigint
+            n_tokens integer NOT NULL DEFAULT 0
         );
         CREATE UNIQUE INDEX insights_seq ON {s}.insights (seq);
         CREATE INDEX insights_content ON {s}.insights USING hash (content);
@@ -133,7 +135,6 @@ def _m001_initial(run: Callable[[str], None]) -> None:
         CREATE INDEX insights_prune ON {s}.insights (effective_importance, created_at, id)
             WHERE deleted_at IS NULL AND importance < 4 AND access_count < 3;
         CREATE INDEX insights_deleted ON {s}.insights (deleted_at) WHERE deleted_at IS NOT NULL;
-        CREATE INDEX insights_vec_seq ON {s}.insights (vec_seq) WHERE vec_seq IS NOT NULL;
         CREATE FUNCTION {s}.term_keys(text[]) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
             SELECT coalesce(array_agg(CASE WHEN octet_length(t) > 255 THEN 'md5:' || md5(t) ELSE t END),
                             '{}'::text[])
@@ -181,55 +182,22 @@ def _m001_initial(run: Callable[[str], None]) -> None:
             PRIMARY KEY (model, dim)
         );
 
-        -- `count_active` runs on every remember (auto-prune): a counter kept by a trigger, not a scan.
-        INSERT INTO {s}.mnemon_meta VALUES ('vec_seq', 0), ('active', 0) ON CONFLICT DO NOTHING;
-        CREATE FUNCTION {s}.count_active() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE d bigint := 0;
-        BEGIN
-            IF current_setting('mnemon.bulk_load', true) = 'on' THEN
-                RETURN NULL;
-            END IF;
-            IF TG_OP = 'INSERT' THEN
-                d := CASE WHEN NEW.deleted_at IS NULL THEN 1 ELSE 0 END;
-            ELSIF TG_OP = 'DELETE' THEN
-                d := CASE WHEN OLD.deleted_at IS NULL THEN -1 ELSE 0 END;
-            ELSE
-                d := (CASE WHEN NEW.deleted_at IS NULL THEN 1 ELSE 0 END)
-                   - (CASE WHEN OLD.deleted_at IS NULL THEN 1 ELSE 0 END);
-            END IF;
-            IF d <> 0 THEN
-                UPDATE {s}.mnemon_meta SET value = value + d WHERE key = 'active';
-            END IF;
-            RETURN NULL;
-        END
-        $$;
-        CREATE TRIGGER insights_count_active AFTER INSERT OR DELETE OR UPDATE OF deleted_at ON {s}.insights
-            FOR EACH ROW EXECUTE FUNCTION {s}.count_active();
+        CREATE TABLE {s}.vectors (
+            id text COLLATE "C" PRIMARY KEY REFERENCES {s}.insights(id) ON DELETE CASCADE,
+            model text COLLATE "C" NOT NULL,
+            embedding vector NOT NULL,
+            active boolean NOT NULL,
+            vec_seq bigint NOT NULL
+        );
+        CREATE INDEX vectors_seq ON {s}.vectors (vec_seq, id);
+
+        -- active: `count_active` runs on every remember (auto-prune), so it is a counter, not a scan.
+        INSERT INTO {s}.mnemon_meta VALUES ('vec_seq', 0), ('active', 0), ('graph', 0) ON CONFLICT DO NOTHING;
         """
     )
 
 
-def _m002_graph_version(run: Callable[[str], None]) -> None:
-    """A counter that moves with every statement that changes insights' liveness or edges, so a reader's
-    memo of the graph (recall) knows when to drop (`graph_version`)."""
-    run(
-        """
-        INSERT INTO {s}.mnemon_meta VALUES ('graph', 0) ON CONFLICT DO NOTHING;
-        CREATE FUNCTION {s}.bump_graph() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            UPDATE {s}.mnemon_meta SET value = value + 1 WHERE key = 'graph';
-            RETURN NULL;
-        END
-        $$;
-        CREATE TRIGGER insights_graph AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF deleted_at, importance,
-            category, source, created_at ON {s}.insights FOR EACH STATEMENT EXECUTE FUNCTION {s}.bump_graph();
-        CREATE TRIGGER edges_graph AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {s}.edges
-            FOR EACH STATEMENT EXECUTE FUNCTION {s}.bump_graph();
-        """
-    )
-
-
-MIGRATIONS: list[Callable[[Callable[[str], None]], None]] = [_m001_initial, _m002_graph_version]
+MIGRATIONS: list[Callable[[Callable[[str], None]], None]] = [_m001_initial]
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -303,6 +271,17 @@ class _Single:
             self.conn.close()
 
 
+class _Tx:
+    """One thread's open transaction: its connection, and per savepoint level the counter changes to apply
+    at commit (dropped with a level that rolls back)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.levels: list[dict[str, int]] = [{"active": 0, "graph": 0}]
+        self.stamp: int | None = None  # this transaction's vec_seq, reserved at its first vector change
+        self.stamp_level = 0
+
+
 class PostgresStore:
     """`Store` over one schema of a Postgres database with pgvector."""
 
@@ -319,6 +298,7 @@ class PostgresStore:
         self._s = '"' + self.schema.replace('"', '""') + '"'
         self._lock_key = store_lock_key(store)
         self._local = threading.local()
+        self._gen = 0  # this object's graph writes and rollbacks (graph_version), seen before any commit
         self._sql_cache: dict[str, str] = {}
         self._vectors: dict[tuple[str, int], VectorCache] = {}
         self._vec_lock = threading.Lock()
@@ -431,9 +411,9 @@ class PostgresStore:
     @contextmanager
     def _conn(self) -> Iterator[Any]:
         """This thread's transaction connection, or one borrowed for a single autocommit statement."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            yield conn
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            yield tx.conn
             return
         with self._pool.connection() as conn:
             yield conn
@@ -462,19 +442,69 @@ class PostgresStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Outermost call: BEGIN + this store's advisory lock (writers queue); inner calls: savepoints."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            with conn.transaction():
-                yield
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            depth = len(tx.levels)
+            tx.levels.append({"active": 0, "graph": 0})
+            try:
+                with tx.conn.transaction():
+                    yield
+            except BaseException:
+                tx.levels.pop()
+                if tx.stamp is not None and tx.stamp_level >= depth:
+                    tx.stamp = None  # its reservation was rolled back with the savepoint
+                self._gen += 1
+                raise
+            top = tx.levels.pop()
+            for k, v in top.items():
+                tx.levels[-1][k] += v
             return
         with self._pool.connection() as conn:
-            self._local.conn = conn
+            tx = self._local.tx = _Tx(conn)
             try:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                     yield
+                    self._flush(conn, tx.levels[0])
+            except BaseException:
+                self._gen += 1
+                raise
             finally:
-                self._local.conn = None
+                self._local.tx = None
+
+    def _changed(self, active: int = 0, graph: bool = False) -> None:
+        """Count a change: applied at commit inside a transaction, at once outside one."""
+        if graph:
+            self._gen += 1
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            tx.levels[-1]["active"] += active
+            tx.levels[-1]["graph"] += int(graph)
+        else:
+            with self._conn() as conn:
+                self._flush(conn, {"active": active, "graph": int(graph)})
+
+    def _flush(self, conn: Any, counts: dict[str, int]) -> None:
+        if counts["active"] or counts["graph"]:
+            conn.execute(
+                self._q(
+                    "UPDATE {s}.mnemon_meta SET value = value + CASE key WHEN 'active' THEN %s ELSE 1 END "
+                    "WHERE key = 'active' OR (key = 'graph' AND %s)"
+                ),
+                (counts["active"], counts["graph"] > 0),
+            )
+
+    def _stamp(self) -> int:
+        """The vec_seq for a vector change: one per transaction. Reserving it locks the counter row until
+        commit, so a reader that sees the counter at N has seen every row stamped ≤ N."""
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None and tx.stamp is not None:
+            return tx.stamp
+        r = self._one("UPDATE {s}.mnemon_meta SET value = value + 1 WHERE key = 'vec_seq' RETURNING value")
+        stamp = int(r[0])  # type: ignore[index]
+        if tx is not None:
+            tx.stamp, tx.stamp_level = stamp, len(tx.levels) - 1
+        return stamp
 
     def close(self) -> None:
         self._pool.close()
@@ -507,6 +537,7 @@ class PostgresStore:
                 "ON CONFLICT DO NOTHING",
                 (ins.id, list(dict.fromkeys(ins.entities))),
             )
+        self._changed(active=int(ins.deleted_at is None), graph=True)
 
     def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
         sql = f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE id = %s"
@@ -577,15 +608,19 @@ class PostgresStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return
-        seq = self._next_vec_seq()
-        self._exec(
-            "UPDATE {s}.insights SET deleted_at = %s, updated_at = %s, "
-            "vec_seq = CASE WHEN embedding IS NULL THEN vec_seq ELSE %s END WHERE id = ANY(%s::text[])",
-            (now, now, seq, ids),
+        was_active = self._exec(
+            "UPDATE {s}.insights i SET deleted_at = %s, updated_at = %s FROM (SELECT id, deleted_at IS NULL AS was "
+            "FROM {s}.insights WHERE id = ANY(%s::text[])) o WHERE i.id = o.id RETURNING o.was",
+            (now, now, ids),
         )
+        if self._one("SELECT 1 FROM {s}.vectors WHERE id = ANY(%s::text[]) LIMIT 1", (ids,)):
+            self._exec(
+                "UPDATE {s}.vectors SET active = false, vec_seq = %s WHERE id = ANY(%s::text[])", (self._stamp(), ids)
+            )
         self._exec(
             "DELETE FROM {s}.edges WHERE source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[])", (ids, ids)
         )
+        self._changed(active=-sum(1 for r in was_active if r[0]), graph=True)
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
         # An id listed twice counts twice, as on SQLite.
@@ -721,30 +756,22 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ vectors
 
-    def _next_vec_seq(self) -> int:
-        # A counter row, not a sequence: its row lock orders writers, so a reader that sees value N has seen
-        # every row stamped ≤ N.
-        r = self._one("UPDATE {s}.mnemon_meta SET value = value + 1 WHERE key = 'vec_seq' RETURNING value")
-        return int(r[0])  # type: ignore[index]
-
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
         vec = np.asarray(vector, dtype=np.float32)
-        seq = self._next_vec_seq()
         self._exec(
-            "UPDATE {s}.insights SET embedding = %s, embed_model = %s, vec_seq = %s WHERE id = %s",
-            (vec, model, seq, id),
+            "INSERT INTO {s}.vectors (id, model, embedding, active, vec_seq) "
+            "SELECT id, %s, %s, deleted_at IS NULL, %s FROM {s}.insights WHERE id = %s "
+            "ON CONFLICT (id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding, "
+            "active = EXCLUDED.active, vec_seq = EXCLUDED.vec_seq",
+            (model, vec, self._stamp(), id),
         )
         self.ensure_vector_index(model, int(vec.shape[0]))
 
     def get_vector(self, id: str, model: str) -> np.ndarray | None:
-        rows = self._exec(
-            "SELECT embedding, embed_model FROM {s}.insights WHERE id = %s AND embedding IS NOT NULL", (id,),
-            binary=True,
-        )
-        r = rows[0] if rows else None
-        if not r or r[1] != model:
+        rows = self._exec("SELECT embedding, model FROM {s}.vectors WHERE id = %s", (id,), binary=True)
+        if not rows or rows[0][1] != model:
             return None
-        return np.asarray(r[0], dtype=np.float32)
+        return np.asarray(rows[0][0], dtype=np.float32)
 
     def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
         """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
@@ -757,18 +784,18 @@ class PostgresStore:
             top = int(top_row[0]) if top_row else 0
             if top > cache.high_water:
                 # Bounded by `top`: every row stamped ≤ top had committed when `top` was read. Paged by
-                # (vec_seq, seq), so a first load of a large store is not one huge result.
-                after: tuple[int, int] = (cache.high_water, -1)
+                # (vec_seq, id), so a first load of a large store is not one huge result.
+                after: tuple[int, str] = (cache.high_water, "")
                 while True:
                     rows = self._exec(
-                        "SELECT id, embedding, embed_model, deleted_at IS NULL, vec_seq, seq FROM {s}.insights "
-                        "WHERE (vec_seq, seq) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, seq LIMIT %s",
+                        "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
+                        "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
                         (*after, top, VECTOR_PAGE), binary=True,
                     )
-                    cache.apply([(r[0], _blob(r[1]), r[2], bool(r[3])) for r in rows], cache.high_water)
+                    cache.apply([(r[0], _blob(r[1]), r[2], r[3]) for r in rows], cache.high_water)
                     if len(rows) < VECTOR_PAGE:
                         break
-                    after = (int(rows[-1][4]), int(rows[-1][5]))
+                    after = (int(rows[-1][4]), rows[-1][0])
                 cache.high_water = top
             return cache.snapshot()
 
@@ -782,8 +809,8 @@ class PostgresStore:
         dim = int(vec.shape[0])
         cast = q.SQL("embedding::vector({})").format(q.Literal(dim)) if dim <= HNSW_MAX_DIM else q.SQL("embedding")
         stmt = q.SQL(
-            "SELECT id, 1 - ({cast} <=> %s) FROM {s}.insights WHERE embed_model = {m} "
-            "AND vector_dims(embedding) = {d} AND deleted_at IS NULL ORDER BY {cast} <=> %s LIMIT %s"
+            "SELECT id, 1 - ({cast} <=> %s) FROM {s}.vectors WHERE model = {m} "
+            "AND vector_dims(embedding) = {d} AND active ORDER BY {cast} <=> %s LIMIT %s"
         ).format(cast=cast, s=q.Identifier(self.schema), m=q.Literal(model), d=q.Literal(dim))
         with self._conn() as conn, conn.transaction():
             conn.execute(q.SQL("SET LOCAL hnsw.ef_search = {}").format(q.Literal(max(40, ef_search or 2 * k))))
@@ -793,7 +820,7 @@ class PostgresStore:
                 raise StoreError(f"vector search failed: {_first_line(e)}", path=self.location) from e
         return [(r[0], float(r[1])) for r in rows]
 
-    def ensure_vector_index(self, model: str, dim: int) -> None:
+    def ensure_vector_index(self, model: str, dim: int, *, build_mem: str | None = None) -> None:
         """One partial HNSW index (cosine) per embedding model and dimension, made when its first vector is
         written (the table is then nearly empty, so the build is instant) or after a bulk load."""
         if dim > HNSW_MAX_DIM or self._indexed.get((model, dim)):
@@ -802,23 +829,25 @@ class PostgresStore:
         if r:
             self._indexed[(model, dim)] = r[0]
             return
-        name = "insights_hnsw_" + hashlib.sha1(f"{model}:{dim}".encode()).hexdigest()[:12]
+        name = "vectors_hnsw_" + hashlib.sha1(f"{model}:{dim}".encode()).hexdigest()[:12]
         psycopg = _psycopg()
         try:
-            self._create_vector_index(name, model, dim)
+            self._create_vector_index(name, model, dim, build_mem)
         except psycopg.errors.UniqueViolation:
             pass  # another process made it between our look and our CREATE (its savepoint rolled back ours)
         self._indexed[(model, dim)] = name
 
-    def _create_vector_index(self, name: str, model: str, dim: int) -> None:
+    def _create_vector_index(self, name: str, model: str, dim: int, build_mem: str | None) -> None:
         from psycopg import sql as q
 
         with self._conn() as conn, conn.transaction():
+            if build_mem:  # an HNSW build that does not fit in maintenance_work_mem slows down many times over
+                conn.execute(q.SQL("SET LOCAL maintenance_work_mem = {}").format(q.Literal(build_mem)))
             conn.execute(
                 q.SQL(
-                    "CREATE INDEX IF NOT EXISTS {n} ON {s}.insights USING hnsw ((embedding::vector({d})) "
+                    "CREATE INDEX IF NOT EXISTS {n} ON {s}.vectors USING hnsw ((embedding::vector({d})) "
                     "vector_cosine_ops) WITH (m = {m}, ef_construction = {ef}) "
-                    "WHERE embed_model = {model} AND vector_dims(embedding) = {d} AND deleted_at IS NULL"
+                    "WHERE model = {model} AND vector_dims(embedding) = {d} AND active"
                 ).format(
                     n=q.Identifier(name), s=q.Identifier(self.schema), d=q.Literal(dim), m=q.Literal(HNSW_M),
                     ef=q.Literal(HNSW_EF_CONSTRUCTION), model=q.Literal(model),
@@ -831,15 +860,15 @@ class PostgresStore:
 
     def vector_counts(self) -> dict[str, int]:
         rows = self._exec(
-            "SELECT embed_model || ':' || vector_dims(embedding), count(*)::int FROM {s}.insights "
-            "WHERE deleted_at IS NULL AND embedding IS NOT NULL GROUP BY 1 ORDER BY 1"
+            "SELECT model || ':' || vector_dims(embedding), count(*)::int FROM {s}.vectors "
+            "WHERE active GROUP BY 1 ORDER BY 1"
         )
         return {r[0]: r[1] for r in rows}
 
     def unembedded(self, model: str, limit: int) -> list[Insight]:
         rows = self._exec(
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE deleted_at IS NULL "
-            "AND (embedding IS NULL OR embed_model IS DISTINCT FROM %s) "
+            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights i WHERE deleted_at IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM {s}.vectors v WHERE v.id = i.id AND v.model = %s) "
             "ORDER BY importance DESC, created_at DESC, id LIMIT %s",
             (model, limit),
         )
@@ -854,12 +883,14 @@ class PostgresStore:
             "metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at",
             (edge.source_id, edge.target_id, str(edge.edge_type), edge.weight, _jsonb(edge.metadata), edge.created_at),
         )
+        self._changed(graph=True)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
         self._exec(
             "DELETE FROM {s}.edges WHERE source_id = %s AND target_id = %s AND edge_type = %s",
             (source_id, target_id, str(edge_type)),
         )
+        self._changed(graph=True)
 
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
@@ -932,11 +963,11 @@ class PostgresStore:
 
     # ------------------------------------------------------------------ recall (plain tuples, no models)
 
-    def graph_version(self) -> int:
-        # Moved by triggers on every change to insights or edges, by any process; this connection's own
-        # uncommitted changes count too.
+    def graph_version(self) -> tuple[int, int]:
+        # The committed counter moves once per transaction that changed insights or edges (any process);
+        # `_gen` moves with this object's own writes and rollbacks before they commit.
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'")
-        return int(r[0]) if r else 0
+        return (int(r[0]) if r else 0), self._gen
 
     def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
         ids = list(dict.fromkeys(ids))
@@ -1002,8 +1033,9 @@ class PostgresStore:
         last = -1
         while True:
             rows = self._exec(
-                f"SELECT {_INSIGHT_COLS}, terms, embedding, embed_model, seq FROM {{s}}.insights "
-                "WHERE seq > %s ORDER BY seq LIMIT %s",
+                f"SELECT {', '.join('i.' + c for c in _INSIGHT_COLS.split(', '))}, i.terms, v.embedding, v.model, "
+                "i.seq FROM {s}.insights i LEFT JOIN {s}.vectors v ON v.id = i.id WHERE i.seq > %s "
+                "ORDER BY i.seq LIMIT %s",
                 (last, PAGE), binary=True,
             )
             for r in rows:
@@ -1021,36 +1053,48 @@ class PostgresStore:
 
     def load(self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry]) -> None:
         """Bulk-copy rows into this (empty) store with binary COPY in one transaction: insights in the given
-        order, oplog ids kept. Vector indexes are built after the rows are in."""
+        order, oplog ids kept. Vectors wait in a spool file until their insights are in; their HNSW indexes
+        are built last."""
+        import tempfile
+
         models: set[tuple[str, int]] = set()
-        with self.transaction():
-            conn = self._local.conn
-            conn.execute("SET LOCAL mnemon.bulk_load = 'on'")
+        spooled: list[tuple[str, str, bool, int]] = []  # (id, model, active, dim); the floats are in `spool`
+        with self.transaction(), tempfile.TemporaryFile() as spool:
+            conn = self._local.tx.conn
+            base = int(conn.execute(self._q("SELECT value FROM {s}.mnemon_meta WHERE key = 'vec_seq'")).fetchone()[0])
             with conn.cursor() as cur:
                 with cur.copy(self._q(
                     "COPY {s}.insights (id, content, category, importance, tags, entities, source, access_count, "
                     "created_at, updated_at, deleted_at, last_accessed_at, effective_importance, stored_at, terms, "
-                    "n_tokens, embedding, embed_model, vec_seq) FROM STDIN (FORMAT BINARY)"
+                    "n_tokens) FROM STDIN (FORMAT BINARY)"
                 )) as cp:
                     cp.set_types([
                         "text", "text", "text", "int4", "text[]", "text[]", "text", "int4", "text", "text", "text",
-                        "text", "float8", "text", "text[]", "int4", "vector", "text", "int8",
+                        "text", "float8", "text", "text[]", "int4",
                     ])
-                    n = 0
                     for row in insights:
                         ins = row.insight
                         toks = sorted(row.tokens)
-                        vec = None if row.vector is None else np.asarray(row.vector, dtype=np.float32)
-                        if vec is not None and row.model:
-                            models.add((row.model, int(vec.shape[0])))
-                        n += 1
                         cp.write_row((
                             ins.id, ins.content, str(ins.category), ins.importance, list(ins.tags),
                             list(ins.entities), ins.source, ins.access_count, ins.created_at, ins.updated_at,
                             ins.deleted_at, ins.last_accessed_at, float(ins.effective_importance), ins.stored_at,
-                            toks, len(toks), vec, row.model if vec is not None else None,
-                            n if vec is not None else None,
+                            toks, len(toks),
                         ))
+                        if row.vector is not None:
+                            vec = np.asarray(row.vector, dtype="<f4")
+                            spool.write(vec.tobytes())
+                            model = row.model or "unknown"
+                            spooled.append((ins.id, model, ins.deleted_at is None, int(vec.shape[0])))
+                            models.add((model, int(vec.shape[0])))
+                spool.seek(0)
+                with cur.copy(self._q(
+                    "COPY {s}.vectors (id, model, embedding, active, vec_seq) FROM STDIN (FORMAT BINARY)"
+                )) as cp:
+                    cp.set_types(["text", "text", "vector", "bool", "int8"])
+                    for n, (id_, model, active, dim) in enumerate(spooled, start=1):
+                        vec = np.frombuffer(spool.read(4 * dim), dtype="<f4")
+                        cp.write_row((id_, model, vec, active, base + n))
                 cur.execute(self._q(
                     "INSERT INTO {s}.insight_entities SELECT DISTINCT id, e, lower(e) "
                     "FROM {s}.insights, unnest(entities) AS e"
@@ -1068,23 +1112,21 @@ class PostgresStore:
                         cp.write_row((o.id, o.operation, o.insight_id, o.detail, o.created_at))
                 # Counters and identities continue after the copied rows.
                 cur.execute(self._q(
-                    "UPDATE {s}.mnemon_meta SET value = (SELECT count(*) FROM {s}.insights WHERE deleted_at IS NULL) "
-                    "WHERE key = 'active'"
-                ))
-                cur.execute(self._q(
-                    "UPDATE {s}.mnemon_meta SET value = value + coalesce((SELECT max(vec_seq) FROM {s}.insights), 0) "
-                    "WHERE key = 'vec_seq'"
-                ))
+                    "UPDATE {s}.mnemon_meta SET value = CASE key "
+                    "WHEN 'active' THEN (SELECT count(*) FROM {s}.insights WHERE deleted_at IS NULL) "
+                    "WHEN 'vec_seq' THEN value + %s ELSE value + 1 END WHERE key IN ('active', 'vec_seq', 'graph')"
+                ), (len(spooled),))
                 for table, col in (("insights", "seq"), ("oplog", "id")):
                     cur.execute(self._q(
                         f"SELECT setval(pg_get_serial_sequence(%s, '{col}'), "
                         f"coalesce((SELECT max({col}) FROM {{s}}.{table}), 0) + 1, false)"
                     ), (f"{self._s}.{table}",))
+        self._gen += 1
         with self._conn() as conn:
-            conn.execute(self._q("ANALYZE {s}.insights"))
-            conn.execute(self._q("ANALYZE {s}.edges"))
+            for table in ("insights", "vectors", "edges", "insight_entities"):
+                conn.execute(self._q(f"ANALYZE {{s}}.{table}"))
         for model, dim in sorted(models):
-            self.ensure_vector_index(model, dim)
+            self.ensure_vector_index(model, dim, build_mem=BULK_INDEX_MEM)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
