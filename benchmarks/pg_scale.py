@@ -1,0 +1,192 @@
+"""Postgres beside SQLite at scale: recall p50/p95 and remember p50 on the same synthetic store.
+
+The store is `recall_speed.py`'s (Zipf vocabulary, entities, the write pipeline's edge shapes, 384-d random unit
+vectors), built as SQLite and copied into Postgres with `mnemon migrate` (so the copy is timed too). Both are
+then queried in one long-lived process each (`Memory` with a preset query embedder, as recall_speed does), and
+100 new memories are remembered into a scratch copy of each (SQLite: a copy of the file; Postgres: the rows are
+soft-deleted again afterwards).
+
+    python benchmarks/pg_scale.py                          # 100k; a pgserver under /tmp (or --database-url)
+    python benchmarks/pg_scale.py --sizes 100000,1000000   # 1M: builds take a long while (see RESULTS.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import recall_speed as rs  # noqa: E402
+
+WORK = Path(tempfile.gettempdir()) / "mnemon-bench-pg"
+REMEMBERS = 100
+
+
+def server_url(given: str | None) -> str:
+    if given:
+        return given
+    import pgserver
+
+    srv = pgserver.get_server(WORK / "pgdata", cleanup_mode=None)  # kept between runs, like the SQLite cache
+    return srv.get_uri()
+
+
+def pg_store_for(url: str, n: int, sqlite_path: Path) -> tuple[str, float | None]:
+    """The Postgres copy of the SQLite store (made once with `mnemon migrate`); seconds the copy took."""
+    from mnemon_core.config import Settings
+    from mnemon_core.migrate import migrate
+    from mnemon_core.store.postgres import drop_store, list_stores
+
+    name = f"bench-{n}-v{rs.LAYOUT}"
+    marker = WORK / f"{name}.done"
+    if name in list_stores(url) and marker.exists():
+        return name, None
+    drop_store(url, name)
+    settings = Settings.resolve(data_dir=WORK, store=name, embedder="none")
+    t = time.perf_counter()
+    out = migrate(f"sqlite:{sqlite_path}", url, settings)
+    took = time.perf_counter() - t
+    print(f"migrated {n}: {json.dumps(out)}", file=sys.stderr)
+    marker.write_text(json.dumps(out))
+    return name, took
+
+
+def timed(fn, *args, **kwargs) -> tuple[float, object]:
+    t = time.perf_counter()
+    r = fn(*args, **kwargs)
+    return (time.perf_counter() - t) * 1000, r
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    return {"p50": rs.pct(xs, 50), "p95": rs.pct(xs, 95)}
+
+
+def recall_both(mems: dict, qs: list[tuple[str, int]], warmup: int) -> dict[str, dict[str, float]]:
+    """Each query on every store in turn, so load from other jobs on the machine falls on all alike."""
+    out: dict[str, dict[str, float]] = {b: {} for b in mems}
+    for b, m in mems.items():
+        out[b]["first"] = timed(m.recall, qs[0][0])[0]  # a fresh process: vectors and memo start empty
+    for text, _ in qs[1:warmup]:
+        for m in mems.values():
+            m.recall(text)
+    times: dict[str, list[float]] = {b: [] for b in mems}
+    for text, _ in qs[warmup:]:
+        for b, m in mems.items():
+            times[b].append(timed(m.recall, text)[0])
+    for b in mems:
+        out[b].update(summary(times[b]))
+    return out
+
+
+def remember_both(mems: dict, n: int) -> tuple[dict[str, dict[str, float]], dict[str, list[str]]]:
+    times: dict[str, list[float]] = {b: [] for b in mems}
+    ids: dict[str, list[str]] = {b: [] for b in mems}
+    for i in range(REMEMBERS):
+        for b, m in mems.items():
+            ms, r = timed(m.remember, f"benchmark note {i} about kavan lostra and ProjKalo at scale {n}",
+                          source="bench", entities=["ProjKalo"], entity_mode="provided")
+            times[b].append(ms)
+            ids[b].append(r.id)
+    return {b: summary(t) for b, t in times.items()}, ids
+
+
+def nearest_times(store, qvecs: list[np.ndarray]) -> dict[str, float]:
+    times = []
+    for q in qvecs:
+        t = time.perf_counter()
+        store.nearest(rs.MODEL, q, 20)
+        times.append((time.perf_counter() - t) * 1000)
+    return {"p50": rs.pct(times, 50), "p95": rs.pct(times, 95)}
+
+
+def measure(url: str, n: int, count: int, warmup: int) -> dict:
+    from mnemon_core import Memory
+
+    sqlite_path = rs.store_for(n)
+    name, copy_s = pg_store_for(url, n, sqlite_path)
+    emb = rs.PresetEmbedder()
+    qs = rs.queries(n, warmup + count, seed=n)
+    out: dict = {"n": n, "migrate_s": copy_s}
+
+    sq = Memory(data_dir=sqlite_path.parent.parent.parent, store="default", embedder=emb)
+    _, mat = sq.store.vector_matrix(rs.MODEL, rs.DIM)
+    rng = np.random.default_rng(n)
+    for text, target in qs:  # a query vector close to one insight (cos ≈ 0.6), as recall_speed does
+        v = mat[target] + rng.standard_normal(rs.DIM).astype(np.float32) * (1.33 / np.sqrt(rs.DIM))
+        emb.preset[text] = v / np.linalg.norm(v)
+    sq.close()
+
+    sq = Memory(data_dir=sqlite_path.parent.parent.parent, store="default", embedder=emb, readonly=True)
+    pg = Memory(database_url=url, store=name, embedder=emb, readonly=True)
+    res = recall_both({"sqlite": sq, "postgres": pg}, qs, warmup)
+    out["sqlite"], out["postgres"] = res["sqlite"], res["postgres"]
+    out["postgres_nearest"] = nearest_times(pg.store, [emb.preset[t] for t, _ in qs[warmup:]])
+    sq.close()
+    pg.close()
+
+    # remember: SQLite into a scratch copy of the file; Postgres into the store, soft-deleted afterwards
+    scratch = WORK / "scratch" / "data" / "default"
+    shutil.rmtree(scratch.parent.parent, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    for p in sqlite_path.parent.glob("mnemon.db*"):
+        shutil.copy(p, scratch / p.name)
+    sq = Memory(data_dir=scratch.parent.parent, store="default", embedder=emb)
+    pg = Memory(database_url=url, store=name, embedder=emb)
+    # SQLite's WAL + synchronous=NORMAL does not fsync at commit; Postgres does unless told otherwise.
+    nosync = Memory(database_url=url + ("&" if "?" in url else "?") + "options=-c%20synchronous_commit%3Doff",
+                    store=name, embedder=emb)
+    rem, ids = remember_both({"sqlite": sq, "postgres": pg, "nosync": nosync}, n)
+    out["sqlite"]["remember"], out["postgres"]["remember"] = rem["sqlite"], rem["postgres"]
+    out["postgres_nosync_remember"] = rem["nosync"]
+    with pg.store.transaction():  # a later run adds 200 more soft-deleted rows beside the store's own
+        pg.store.soft_delete(ids["postgres"] + ids["nosync"], "2026-01-01T00:00:00Z")
+    sq.close()
+    pg.close()
+    nosync.close()
+    shutil.rmtree(scratch.parent.parent, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--database-url", default=None, help="an existing Postgres with pgvector (default: pgserver)")
+    a = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    rs.CACHE = WORK / "sqlite"  # our own cache: another benchmark may be building its stores at the same time
+    url = server_url(a.database_url)
+    rows = [measure(url, int(s), a.queries, a.warmup) for s in a.sizes.split(",")]
+    print(json.dumps(rows, indent=1), file=sys.stderr)
+    print("| insights | store | recall p50 | recall p95 | first recall | remember p50 | remember p95 |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        for b in ("sqlite", "postgres"):
+            x = r[b]
+            print(f"| {r['n']:,} | {b} | {x['p50']:.1f} ms | {x['p95']:.1f} ms | {x['first']:.0f} ms | "
+                  f"{x['remember']['p50']:.1f} ms | {x['remember']['p95']:.1f} ms |")
+    for r in rows:
+        x = r["postgres_nosync_remember"]
+        print(f"| {r['n']:,} | postgres, synchronous_commit=off | | | | {x['p50']:.1f} ms | {x['p95']:.1f} ms |")
+    for r in rows:
+        near = r["postgres_nearest"]
+        copy = f"{r['migrate_s']:.0f} s" if r["migrate_s"] else "(cached)"
+        print(f"\n{r['n']:,}: HNSW top-20 (`PostgresStore.nearest`) p50 {near['p50']:.2f} ms, p95 {near['p95']:.2f} ms; "
+              f"`mnemon migrate` SQLite → Postgres {copy}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MNEMON_MAX_INSIGHTS", "0")
+    main()
