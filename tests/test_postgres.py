@@ -545,3 +545,32 @@ def test_cli_reaches_postgres_with_database_url(pg_url: str, pg_store_name: str)
     assert st["db_path"].endswith(f"(store {pg_store_name})") and ":@" not in st["db_path"]
     hits = json.loads(run_cli("--database-url", pg_url, "--store", pg_store_name, "search", "postgres").out)
     assert [h["content"] for h in hits] == ["the CLI talks to Postgres"]
+
+
+def test_pgvector_in_another_schema(pg_url: str) -> None:
+    """Hosted Postgres often installs extensions into a schema of their own, off the search path."""
+    import psycopg
+
+    from mnemon_core.models import Insight
+    from mnemon_core.store.postgres import PostgresStore
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS mnemon_ext")
+        conn.execute("CREATE DATABASE mnemon_ext")
+    url = pg_url.replace("/postgres?", "/mnemon_ext?")
+    assert url != pg_url
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA extensions")
+        conn.execute("CREATE EXTENSION vector SCHEMA extensions")
+    s = PostgresStore(url, store="ext")
+    try:
+        with s.transaction():
+            s.insert_insight(Insight(id="a", content="a", created_at=T0, updated_at=T0), ["a"])
+            s.set_vector("a", np.array([1, 2, 3], dtype=np.float32), "m")
+        assert np.array_equal(s.get_vector("a", "m"), np.array([1, 2, 3], dtype=np.float32))
+        assert s.nearest("m", np.array([1, 2, 3], dtype=np.float32), 1)[0][0] == "a"
+        assert s.vector_matrix("m", 3)[0] == ["a"]
+    finally:
+        s.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("DROP DATABASE mnemon_ext")

@@ -328,12 +328,7 @@ class PostgresStore:
         read-only sessions for --readonly, numpy arrays as pgvector's `vector`."""
         psycopg = _psycopg()
         conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-        if conn.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
-            # The extension lives in a schema outside the search path (e.g. `extensions` on hosted Postgres).
-            conn.execute(
-                "SELECT set_config('search_path', current_setting('search_path') || ', ' || quote_ident(n.nspname),"
-                " false) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
-            )
+        _vector_on_path(conn)
         if self.readonly:
             conn.execute("SET default_transaction_read_only = on")
         register_vector(conn)
@@ -368,6 +363,7 @@ class PostgresStore:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
                 if not conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                _vector_on_path(conn)
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._s}")
                 conn.execute(f"COMMENT ON SCHEMA {self._s} IS %s" % _literal(f"mnemon store {self.name}"))
                 conn.execute(
@@ -1130,6 +1126,15 @@ class PostgresStore:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _vector_on_path(conn: Any) -> None:
+    """Put pgvector's schema on this session's search path when it is elsewhere (e.g. `extensions`)."""
+    if conn.execute("SELECT to_regtype('vector')").fetchone()[0] is None:
+        conn.execute(
+            "SELECT set_config('search_path', current_setting('search_path') || ', ' || quote_ident(n.nspname),"
+            " false) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        )
 
 
 def _first_line(e: BaseException) -> str:
