@@ -972,7 +972,7 @@ class PostgresStore:
         rows = self._exec(
             "SELECT id, importance, created_at, category, source FROM {s}.insights "
             "WHERE id = ANY(%s::text[]) AND deleted_at IS NULL",
-            (ids,),
+            (ids,), binary=True,
         )
         return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
 
@@ -987,7 +987,7 @@ class PostgresStore:
             "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM {s}.edges e "
             "JOIN {s}.insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
             "WHERE e.target_id = ANY(%s::text[])",
-            (ids, ids),
+            (ids, ids), binary=True,  # tens of thousands of rows per beam level: binary parses faster
         )
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
