@@ -25,6 +25,7 @@ from .errors import EmbedderError, NotFoundError, ReadOnlyError, ValidationError
 from .models import (
     Category,
     CausalCandidate,
+    Edge,
     EdgeType,
     EntityCount,
     EntityMode,
@@ -57,6 +58,7 @@ RELATED_DEPTH = 2
 TOP_ENTITIES = 20
 LINK_WEIGHT = 0.5
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
+REVERSE_KEY = "direction"  # metadata of the reverse copy of a manual causal link: "reverse"
 
 
 def check_limit(limit: int, name: str = "--limit") -> int:
@@ -356,15 +358,17 @@ class Memory:
                 raise NotFoundError(f"{label} insight {id_} not found", id=id_)
         meta["created_by"] = created_by or CREATED_BY.get(self.settings.origin, "agent")
         now, _ = self._now()
-        from .models import Edge
 
-        pairs = [(source_id, target_id)]
+        edges = [Edge(source_id=source_id, target_id=target_id, edge_type=etype, weight=float(weight),
+                      metadata=meta, created_at=now)]
         if etype != EdgeType.supersedes:  # supersedes is directed new → old; the rest are written both ways
-            pairs.append((target_id, source_id))
+            # The reverse copy of a causal link says so, so the WHY order can still put the cause first.
+            back = {**meta, REVERSE_KEY: "reverse"} if etype == EdgeType.causal else meta
+            edges.append(Edge(source_id=target_id, target_id=source_id, edge_type=etype, weight=float(weight),
+                              metadata=back, created_at=now))
         with store.transaction():
-            for s, t in pairs:
-                store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=etype, weight=float(weight),
-                                       metadata=meta, created_at=now))
+            for e in edges:
+                store.upsert_edge(e)
             self._log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
         return LinkResult(edge_type=etype, metadata=meta, source_id=source_id, target_id=target_id,
                           weight=float(weight))

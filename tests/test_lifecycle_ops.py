@@ -22,8 +22,10 @@ def test_link_writes_both_directions(mem: Memory, pair) -> None:
         "edge_type": "causal", "metadata": {"sub_type": "causes", "created_by": "agent"}, "source_id": a,
         "status": "linked", "target_id": b, "weight": 0.8,
     }
-    causal = {(e.source_id, e.target_id) for e in mem.store.edges_of([a]) if e.edge_type == "causal"}
-    assert causal == {(a, b), (b, a)}
+    causal = {(e.source_id, e.target_id): e.metadata for e in mem.store.edges_of([a]) if e.edge_type == "causal"}
+    assert set(causal) == {(a, b), (b, a)}
+    assert "direction" not in causal[(a, b)]
+    assert causal[(b, a)]["direction"] == "reverse"  # the WHY order keeps the agent's cause → effect
     assert mem.log()[0].detail == f"{a[:8]}→{b[:8]} type=causal weight=0.80"
 
 
