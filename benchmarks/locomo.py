@@ -346,6 +346,8 @@ class MnemonRanker:
         kind = "local" if embedder is not None else "none"
         settings = Settings.resolve(data_dir=data_dir, store=f"{_safe(conv.sample_id)}-{kind}", embedder=kind)
         settings = dataclasses.replace(settings, max_insights=0)  # MNEMON_MAX_INSIGHTS=0: never auto-prune
+        if settings.db_path.exists():  # importing twice would double every turn
+            raise RuntimeError(f"{settings.db_path} exists: give --store-dir an empty directory")
         t0 = time.perf_counter()
         with Memory(settings=settings, embedder=embedder) as writer:
             result = writer.import_draft(build_draft(conv), no_diff=True)
@@ -444,6 +446,137 @@ def run(
     return out
 
 
+# ---------------------------------------------------------------------------------------------------- ablations
+#
+# What each of mnemon's signals, edge types and constants costs or earns on LoCoMo: the same stores, asked
+# through `smart_recall` with a changed `RecallConfig` (recall/config.py exists for exactly this), or without
+# the recency signal. These are measurements, not recipes: the spec fixes every one of these values.
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    change: Callable[[Any], Any]  # RecallConfig → RecallConfig
+    recency: bool = True  # the recency anchor signal (spec: always on)
+
+
+def _rerank(kw: float, ent: float, sim: float, graph: float) -> Callable[[Any], Any]:
+    def change(config: Any) -> Any:
+        from mnemon_core.recall.config import RerankWeights
+
+        w = RerankWeights(keyword=kw, entity=ent, similarity=sim, graph=graph)
+        return config.model_copy(update={"rerank_weights": dict.fromkeys(config.rerank_weights, w)})
+
+    return change
+
+
+def _no_graph(config: Any) -> Any:
+    weights = {i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights.items()}
+    return config.model_copy(update={"rerank_weights": weights})
+
+
+def _phi(edge_type: str, value: float) -> Callable[[Any], Any]:
+    def change(config: Any) -> Any:
+        from mnemon_core.models import EdgeType
+
+        phi = {i: {**w, EdgeType(edge_type): value} for i, w in config.edge_weights.items()}
+        return config.model_copy(update={"edge_weights": phi})
+
+    return change
+
+
+def _depth(depth: int) -> Callable[[Any], Any]:
+    def change(config: Any) -> Any:
+        trav = {i: t.model_copy(update={"max_depth": depth}) for i, t in config.traversal.items()}
+        return config.model_copy(update={"traversal": trav})
+
+    return change
+
+
+def _same(config: Any) -> Any:
+    return config
+
+
+VARIANTS = (
+    Variant("spec (= Memory.recall)", _same),
+    Variant("no recency signal", _same, recency=False),
+    Variant("rerank graph weight 0", _no_graph),
+    Variant("no recency + graph weight 0", _no_graph, recency=False),
+    Variant("Go v0.1.15 fixed weights .30/.15/.35/.20", _rerank(0.30, 0.15, 0.35, 0.20)),
+    Variant("anchors only (max depth 0)", _depth(0)),
+    Variant("phi semantic 0", _phi("semantic", 0.0)),
+    Variant("phi temporal 0", _phi("temporal", 0.0)),
+    Variant("phi entity 0", _phi("entity", 0.0)),
+    Variant("lambda1 0 (no edge term)", lambda c: c.model_copy(update={"lambda1": 0.0})),
+    Variant("lambda2 0 (no cosine term)", lambda c: c.model_copy(update={"lambda2": 0.0})),
+    Variant("graph signal alone", _rerank(0.0, 0.0, 0.0, 1.0)),
+)
+
+
+def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
+    """Insight ids for `question`, as `Memory.recall(question, limit=20)` ranks them under `variant`."""
+    from mnemon_core.recall.config import SMART
+    from mnemon_core.recall.intent import detect_intent
+    from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
+
+    store = mem.store
+    vectors = None
+    qvecs = mem.embed_texts([question], query=True) if mem.embedder is not None else None
+    if qvecs is not None:
+        ids, mat = store.vector_matrix(mem.embedder.name, int(qvecs.shape[1]))
+        vectors = VectorInput(qvecs[0], ids, mat, mem.embedder.calibration)
+    if not variant.recency:
+        store.latest = lambda **kw: []  # the recency signal is the pipeline's only call to latest()
+    try:
+        found = smart_recall(
+            store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
+            scope=scope_of(None, None), vectors=vectors, config=variant.change(SMART),
+        )
+    finally:
+        if not variant.recency:
+            del store.latest
+    return [r.id for r in found.results]
+
+
+def ablate(
+    convs: Sequence[Conversation], kinds: Sequence[str] = ("mnemon-none", "mnemon-local"),
+    variants: Sequence[Variant] = VARIANTS, *, store_dir: Path | None = None, log: Any = sys.stderr,
+) -> dict[str, dict[str, Scores]]:
+    """kind → variant name → scores, each conversation's stores built once."""
+    rows: dict[str, dict[str, list[tuple[int, list[str], tuple[str, ...]]]]] = {
+        k: {v.name: [] for v in variants} for k in kinds
+    }
+    embedder = CachedLocalEmbedder() if "mnemon-local" in kinds else None
+    with tempfile.TemporaryDirectory(prefix="mnemon-locomo-") as tmp:
+        for conv in convs:
+            print(f"{conv.sample_id}: ablations", file=log)
+            if embedder is not None:
+                embedder.embed_batch([q.question for q in conv.questions], query=True)
+            for kind in kinds:
+                ranker = MnemonRanker(conv, store_dir or Path(tmp), embedder if kind == "mnemon-local" else None)
+                try:
+                    for v in variants:
+                        for q in conv.questions:
+                            ranked = [ranker.dia[i] for i in recall_variant(ranker.memory, q.question, v)]
+                            rows[kind][v.name].append((q.category, ranked, q.evidence))
+                finally:
+                    ranker.close()
+    if embedder is not None:
+        embedder.close()
+    return {k: {name: score(r) for name, r in by.items()} for k, by in rows.items()}
+
+
+def ablation_markdown(result: dict[str, dict[str, Scores]], command: str) -> str:
+    cats = list(CATEGORIES)
+    head = ["ranker", "variant", *(f"R@{k}" for k in KS), *(f"R@10 {CATEGORIES[c]}" for c in cats)]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    for kind, by in result.items():
+        for name, s in by.items():
+            cells = [kind, name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats)]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\nCommand:\n\n    {command}\n"
+
+
 # ---------------------------------------------------------------------------------------------------- report
 
 
@@ -512,14 +645,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plot", nargs="?", const=str(DEFAULT_PLOT), default=None, help="write the recall@k plot (PNG)")
     p.add_argument("--json", default=None, help="write every question's ranking to this file")
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
+    p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants (signals, edge types, constants)")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.conversations.split(",") if c.strip()]
     convs = load_conversations(args.data, only)
     if not convs:
         p.error("no conversation selected")
-    result = run(convs, rankers, store_dir=Path(args.store_dir) if args.store_dir else None)
+    store_dir = Path(args.store_dir) if args.store_dir else None
     command = "python -m benchmarks.locomo" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    if args.ablations:
+        kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
+        print(ablation_markdown(ablate(convs, kinds, store_dir=store_dir), command))
+        return 0
+    result = run(convs, rankers, store_dir=store_dir)
     print(markdown(result, command))
     if args.plot:
         print(f"plot: {plot(result.scores(), Path(args.plot))}", file=sys.stderr)

@@ -179,3 +179,18 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     s = L.score([(1, ["a", "b"], ["b"])], max_k=2)
     path = L.plot({"fts5": s, "mnemon-local": s}, tmp_path / "curves.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ablation_spec_variant_is_memory_recall(conv: L.Conversation, tmp_path: Path) -> None:
+    ranker = L.MnemonRanker(conv, tmp_path / "stores", None)
+    try:
+        spec = L.VARIANTS[0]
+        for q in conv.questions:
+            assert [ranker.dia[i] for i in L.recall_variant(ranker.memory, q.question, spec)] == ranker(q.question)
+        # Without the recency signal the store's own latest() is back afterwards.
+        L.recall_variant(ranker.memory, conv.questions[0].question, L.Variant("x", spec.change, recency=False))
+        assert "latest" not in vars(ranker.memory.store)
+    finally:
+        ranker.close()
+    with pytest.raises(RuntimeError, match="exists"):  # a kept store is never imported into twice
+        L.MnemonRanker(conv, tmp_path / "stores", None)
