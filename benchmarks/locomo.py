@@ -29,12 +29,15 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import random
 import re
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -335,11 +338,27 @@ class RRFRanker:
         return fused[:RECALL_LIMIT]
 
 
+@contextmanager
+def seeded_ids(seed: str) -> Iterator[None]:
+    """uuid4() drawn from a generator seeded with `seed` while the block runs.
+
+    Insight ids are random UUIDs, and recall breaks exact ties by id (every turn of a session has the same
+    created_at and importance), so two builds of one store can rank tied turns differently. Seeding the ids
+    makes a run reproducible; `--seed` shows how much the figures move with them."""
+    rng = random.Random(seed)
+    original = uuid.uuid4
+    uuid.uuid4 = lambda: uuid.UUID(int=rng.getrandbits(128), version=4)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        uuid.uuid4 = original  # type: ignore[assignment]
+
+
 class MnemonRanker:
     """The conversation imported into its own store (no diff: repeated short turns stay turns, no auto-prune),
     then `recall(question, limit=20)` on the store opened readonly."""
 
-    def __init__(self, conv: Conversation, data_dir: Path, embedder: BaseEmbedder | None) -> None:
+    def __init__(self, conv: Conversation, data_dir: Path, embedder: BaseEmbedder | None, seed: int = 0) -> None:
         from mnemon_core import Memory
         from mnemon_core.config import Settings
 
@@ -349,7 +368,7 @@ class MnemonRanker:
         if settings.db_path.exists():  # importing twice would double every turn
             raise RuntimeError(f"{settings.db_path} exists: give --store-dir an empty directory")
         t0 = time.perf_counter()
-        with Memory(settings=settings, embedder=embedder) as writer:
+        with Memory(settings=settings, embedder=embedder) as writer, seeded_ids(f"{seed}/{conv.sample_id}/{kind}"):
             result = writer.import_draft(build_draft(conv), no_diff=True)
         self.import_s = time.perf_counter() - t0
         if result.errors or result.imported != len(conv.turns):
@@ -385,7 +404,8 @@ class Run:
 
 
 def run(
-    convs: Sequence[Conversation], rankers: Sequence[str], *, store_dir: Path | None = None, log: Any = sys.stderr
+    convs: Sequence[Conversation], rankers: Sequence[str], *, store_dir: Path | None = None, seed: int = 0,
+    log: Any = sys.stderr,
 ) -> Run:
     unknown = [r for r in rankers if r not in RANKERS]
     if unknown:
@@ -427,7 +447,8 @@ def run(
                     built[name] = RRFRanker(fts, dense, w)  # type: ignore[arg-type]
                     out.setup_seconds[name] += t_fts + t_dense
                 else:
-                    built[name] = MnemonRanker(conv, store_dir, embedder if name == "mnemon-local" else None)
+                    emb = embedder if name == "mnemon-local" else None
+                    built[name] = MnemonRanker(conv, store_dir, emb, seed)
                     out.setup_seconds[name] += time.perf_counter() - t0
             for name, ranker in built.items():
                 t0 = time.perf_counter()
@@ -540,7 +561,8 @@ def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
 
 def ablate(
     convs: Sequence[Conversation], kinds: Sequence[str] = ("mnemon-none", "mnemon-local"),
-    variants: Sequence[Variant] = VARIANTS, *, store_dir: Path | None = None, log: Any = sys.stderr,
+    variants: Sequence[Variant] = VARIANTS, *, store_dir: Path | None = None, seed: int = 0,
+    log: Any = sys.stderr,
 ) -> dict[str, dict[str, Scores]]:
     """kind → variant name → scores, each conversation's stores built once."""
     rows: dict[str, dict[str, list[tuple[int, list[str], tuple[str, ...]]]]] = {
@@ -553,7 +575,8 @@ def ablate(
             if embedder is not None:
                 embedder.embed_batch([q.question for q in conv.questions], query=True)
             for kind in kinds:
-                ranker = MnemonRanker(conv, store_dir or Path(tmp), embedder if kind == "mnemon-local" else None)
+                emb = embedder if kind == "mnemon-local" else None
+                ranker = MnemonRanker(conv, store_dir or Path(tmp), emb, seed)
                 try:
                     for v in variants:
                         for q in conv.questions:
@@ -645,6 +668,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--plot", nargs="?", const=str(DEFAULT_PLOT), default=None, help="write the recall@k plot (PNG)")
     p.add_argument("--json", default=None, help="write every question's ranking to this file")
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants (signals, edge types, constants)")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
@@ -656,9 +680,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = "python -m benchmarks.locomo" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     if args.ablations:
         kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
-        print(ablation_markdown(ablate(convs, kinds, store_dir=store_dir), command))
+        print(ablation_markdown(ablate(convs, kinds, store_dir=store_dir, seed=args.seed), command))
         return 0
-    result = run(convs, rankers, store_dir=store_dir)
+    result = run(convs, rankers, store_dir=store_dir, seed=args.seed)
     print(markdown(result, command))
     if args.plot:
         print(f"plot: {plot(result.scores(), Path(args.plot))}", file=sys.stderr)
