@@ -19,7 +19,7 @@ import numpy as np
 from ..store import TokenHit, rank_by_coverage
 from .constants import ANCHOR_TOP_K, RRF_K, VECTOR_MIN_COS, VIA_HYBRID
 
-__all__ = ["Anchor", "entity_ranking", "fuse", "keyword_ranking", "rrf", "vector_ranking"]
+__all__ = ["Anchor", "entity_ranking", "fuse", "keyword_ranking", "rrf", "top_ranked", "vector_ranking"]
 
 
 class Anchor(NamedTuple):
@@ -122,3 +122,28 @@ def entity_ranking(
     rows.sort(key=lambda r: r[3], reverse=True)
     rows.sort(key=lambda r: (-r[1], -r[2]))
     return [r[0] for r in rows[:top_k]]
+
+
+def top_ranked(
+    count: np.ndarray, importance: np.ndarray, created: np.ndarray, id_rank: np.ndarray, top_k: int = ANCHOR_TOP_K
+) -> np.ndarray:
+    """Rows of the top_k best by count desc, importance desc, created desc (newer), then id_rank asc — the
+    keyword and entity orders (`keyword_ranking`, `entity_ranking`) over arrays, in linear time.
+
+    count, importance and created (epoch seconds, clamped to [0, 2^35)) are packed into one integer key, so
+    a partial selection finds the cut and only rows tied on all three are compared by id.
+    """
+    n = int(count.shape[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = (
+        (count.astype(np.int64) << 39)
+        | (np.clip(importance, 0, 15).astype(np.int64) << 35)
+        | np.clip(created, 0, (1 << 35) - 1).astype(np.int64)
+    )
+    if n > top_k:
+        cut = np.partition(key, n - top_k)[n - top_k]
+        rows = np.flatnonzero(key >= cut)
+    else:
+        rows = np.arange(n)
+    return rows[np.lexsort((id_rank[rows], -key[rows]))][:top_k]

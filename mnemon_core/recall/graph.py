@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
+from datetime import datetime
 from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
@@ -65,6 +66,10 @@ class GraphView:
         self._active = np.zeros(0, dtype=bool)
         self.importance = np.zeros(0, dtype=np.int64)
         self.created: list[str] = []
+        self.created_key = np.zeros(0, dtype=np.int64)  # created_at as epoch seconds (orders like the text)
+        # Postings of query tokens / entities: sorted node indices of the active insights holding them.
+        self._tokens: dict[str, np.ndarray] = {}
+        self._entities: dict[str, np.ndarray] = {}
         self._cat = np.zeros(0, dtype=np.int64)
         self._src = np.zeros(0, dtype=np.int64)
         self._codes: dict[str, int] = {}
@@ -136,6 +141,7 @@ class GraphView:
         self._known = _grown(self._known, cap)
         self._active = _grown(self._active, cap)
         self.importance = _grown(self.importance, cap)
+        self.created_key = _grown(self.created_key, cap)
         self._cat = _grown(self._cat, cap)
         self._src = _grown(self._src, cap)
         start = np.full(cap, -1, dtype=np.int64)
@@ -165,6 +171,7 @@ class GraphView:
                 self._active[i] = True
                 self.importance[i] = m[0]
                 self.created[i] = m[1]
+                self.created_key[i] = _epoch(m[1])
                 self._cat[i] = self._code(m[2])
                 self._src[i] = self._code(m[3])
         self._known[missing] = True
@@ -196,36 +203,54 @@ class GraphView:
             id_: (int(self.importance[n]), self.created[n]) for id_, n, ok in zip(ids, nodes.tolist(), act.tolist()) if ok
         }
 
+    def postings(self, tokens: Sequence[str] = (), entities: Sequence[str] = ()) -> list[np.ndarray]:
+        """For each query token, then each (lower-case) entity: the active insights holding it, as sorted node
+        indices. Asked of the store once per token / entity and store version."""
+        out = []
+        for memo, keys, fetch in (
+            (self._tokens, tokens, lambda t: [h.id for h in self.store.token_hits([t])]),
+            (self._entities, entities, lambda e: list(self.store.entity_hits([e]))),
+        ):
+            for key in keys:
+                hit = memo.get(key)
+                if hit is None:
+                    hit = memo[key] = np.unique(self.intern(fetch(key)))
+                out.append(hit)
+        return out
+
     # ------------------------------------------------------------------ edges
 
     def _ensure_adj(self, nodes: np.ndarray) -> None:
-        """Load the adjacency lists of nodes not loaded yet (one query per 400 nodes) into the flat arrays."""
-        missing = np.unique(nodes[self._start[nodes] < 0]).tolist()
-        if not missing:
+        """Load the adjacency lists of nodes not loaded yet (one query per 400 nodes) into the flat arrays:
+        per node, one edge per (neighbour, type) with the largest weight, sorted by neighbour id then type."""
+        missing = np.unique(nodes[self._start[nodes] < 0])
+        if missing.size == 0:
             return
-        best: dict[int, dict[tuple[str, int], float]] = {n: {} for n in missing}
-        index = self.index
-        for node_id, other, etype, weight in self.store.adjacency([self.ids[n] for n in missing]):
-            code = _TYPE_CODE.get(etype)
-            if node_id == other or code is None:
-                continue
-            edges = best[index[node_id]]
-            key = (other, code)
-            w = float(weight) if weight is not None else 0.0
-            if w > edges.get(key, float("-inf")):
-                edges[key] = w
-        for n in missing:
-            keys = sorted(best[n])  # neighbour id, then type: the beam's order among equal scores
-            nbr = self.intern([k[0] for k in keys])
-            lo = self._edge_n
-            self._reserve(len(keys))
-            hi = lo + len(keys)
-            self._nbr[lo:hi] = nbr
-            self._etype[lo:hi] = [k[1] for k in keys]
-            self._weight[lo:hi] = [best[n][k] for k in keys]
-            self._edge_n = hi
-            self._start[n] = lo
-            self._degree[n] = len(keys)
+        rows = self.store.adjacency([self.ids[n] for n in missing.tolist()])
+        if rows:
+            cols = list(zip(*rows))
+            src = self.intern(cols[0])
+            dst = self.intern(cols[1])
+            etype = np.fromiter((_TYPE_CODE.get(t, -1) for t in cols[2]), dtype=np.int64, count=len(rows))
+            weight = np.fromiter((0.0 if w is None else w for w in cols[3]), dtype=np.float64, count=len(rows))
+            ok = (etype >= 0) & (src != dst)
+            src, dst, etype, weight = src[ok], dst[ok], etype[ok], weight[ok]
+            order = np.lexsort((-weight, etype, self.id_rank(dst), src))
+            src, dst, etype, weight = src[order], dst[order], etype[order], weight[order]
+            first = np.ones(src.size, dtype=bool)  # the heaviest of each (node, neighbour, type)
+            first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (etype[1:] != etype[:-1])
+            src, dst, etype, weight = src[first], dst[first], etype[first], weight[first]
+        else:
+            src = dst = etype = np.zeros(0, dtype=np.int64)
+            weight = np.zeros(0, dtype=np.float64)
+        lo = self._edge_n
+        self._reserve(src.size)
+        hi = lo + src.size
+        self._nbr[lo:hi], self._etype[lo:hi], self._weight[lo:hi] = dst, etype, weight
+        self._edge_n = hi
+        begin = np.searchsorted(src, missing)
+        self._start[missing] = lo + begin
+        self._degree[missing] = np.searchsorted(src, missing, side="right") - begin
 
     def _reserve(self, extra: int) -> None:
         need = self._edge_n + extra
@@ -263,6 +288,24 @@ class GraphView:
             self._superseded = self.intern(sorted(self.store.superseded_ids()))
         return self._superseded
 
+    def preload(self, batch: int = 4000) -> None:
+        """Fill the memo for every active insight now (a long-lived process that wants warm queries from the
+        start; recall fills it lazily otherwise)."""
+        self.sync()
+        rows = list(self.store.iter_active())
+        nodes = self.intern([r.id for r in rows])
+        for n, r in zip(nodes.tolist(), rows):
+            if not self._known[n]:
+                self._known[n] = self._active[n] = True
+                self.importance[n] = r.importance
+                self.created[n] = r.created_at
+                self.created_key[n] = _epoch(r.created_at)
+                self._cat[n] = self._code(str(r.category))
+                self._src[n] = self._code(r.source)
+        self.id_rank(nodes[:0])
+        for i in range(0, nodes.size, batch):
+            self._ensure_adj(nodes[i : i + batch])
+
     # ------------------------------------------------------------------ vectors
 
     def use_vectors(self, ids: list[str]) -> None:
@@ -282,6 +325,14 @@ class GraphView:
     def vector_rows(self, nodes: np.ndarray) -> np.ndarray:
         """Row of each node in the current vector matrix, -1 without a vector."""
         return self._vecrow[nodes]
+
+
+def _epoch(created_at: str) -> int:
+    """RFC 3339 → epoch seconds (0 if unparsable), for ordering "newer first" with integers."""
+    try:
+        return int(datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return 0
 
 
 def _grown(arr: np.ndarray, cap: int) -> np.ndarray:

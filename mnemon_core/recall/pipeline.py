@@ -20,7 +20,7 @@ from ..entities import ASCII_WORD_RE, extract_entities, query_entities
 from ..models import EdgeType, Intent
 from ..store import Filters, Store
 from ..text import token_set
-from .anchors import Anchor, entity_ranking, fuse, keyword_ranking, vector_ranking
+from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SMART, RecallConfig
 from .graph import EDGE_TYPES, GraphView, graph_view
 from .output import hint
@@ -48,8 +48,8 @@ class Outcome(NamedTuple):
 
 class _Signals(NamedTuple):
     anchors: list[Anchor]
-    keyword: dict[str, float]  # id → share of query tokens held (every insight holding one)
-    entity: dict[str, float]  # id → share of query entities named
+    keyword: tuple[np.ndarray, np.ndarray]  # (sorted nodes holding a query token, share of the tokens held)
+    entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
 
 
@@ -96,12 +96,13 @@ def _signals(
 ) -> _Signals:
     k = config.anchor_top_k
     scoped = scope.category is not None or scope.source is not None
+    tokens = sorted(token_set(query))
+    entities = _query_entities(store, query)
+    posts = view.postings(tokens, entities)
 
-    # Signal 1: keyword. token_hits covers every insight holding a query token, so its coverage is also the
-    # rerank's keyword score.
-    q_tokens = token_set(query)
-    hits = store.token_hits(q_tokens, filters=scope) if q_tokens else []
-    keyword = {h.id: h.hits / len(q_tokens) for h in hits}
+    # Signal 1: keyword — coverage of the query's tokens, which is also the rerank's keyword score.
+    keyword = _shares(view, posts[: len(tokens)], scope)
+    keyword_rank = _top(view, keyword, len(tokens), k)
 
     # Signal 2: vector (calibrated cosine > 0.1), only with a query vector and stored vectors.
     cosines = None
@@ -115,27 +116,44 @@ def _signals(
     # Signal 3: recency, always.
     time_rank = [ins.id for ins in store.latest(limit=k, filters=scope)]
 
-    # Signal 4: entity, with the same extractor as remember (known-entity path case-insensitive).
-    n_ents, ent_hits = _entity_hits(store, query, scope)
-    entity = {id_: c / n_ents for id_, c in ent_hits.items()} if n_ents else {}
-    entity_rank = entity_ranking(ent_hits, n_ents, view.meta(list(ent_hits)), k)
+    # Signal 4: entity — share of the query's entities an insight names (the same extractor as remember).
+    entity = _shares(view, posts[len(tokens) :], scope)
+    entity_rank = _top(view, entity, len(entities), k)
 
     anchors = fuse(
-        {"keyword": keyword_ranking(hits, k), "vector": vector_rank, "time": time_rank, "entity": entity_rank},
-        config.rrf_k,
+        {"keyword": keyword_rank, "vector": vector_rank, "time": time_rank, "entity": entity_rank}, config.rrf_k
     )
     return _Signals(anchors, keyword, entity, cosines)
 
 
-def _entity_hits(store: Store, query: str, scope: Filters) -> tuple[int, dict[str, int]]:
-    """(distinct query entities, id → how many of them the insight names)."""
+def _query_entities(store: Store, query: str) -> list[str]:
+    """The query's entities, lower-cased and distinct (known-entity path case-insensitive)."""
     words = ASCII_WORD_RE.findall(query)
     candidates = [*words, *extract_entities(query)]
     known = store.known_entities(candidates, casefold=True).values() if candidates else ()
-    lowered = {e.lower() for e in query_entities(query, set(known)) if e}
-    if not lowered:
-        return 0, {}
-    return len(lowered), store.entity_hits(lowered, scope)
+    return sorted({e.lower() for e in query_entities(query, set(known)) if e})
+
+
+def _shares(view: GraphView, postings: list[np.ndarray], scope: Filters) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes in scope holding ≥ 1 of the postings' keys, how many of them each holds / how many keys)."""
+    if not postings:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    nodes, count = np.unique(np.concatenate(postings), return_counts=True)
+    if scope.category is not None or scope.source is not None:
+        keep = view.scope_mask(nodes, scope)
+        nodes, count = nodes[keep], count[keep]
+    return nodes, count / len(postings)
+
+
+def _top(view: GraphView, hits: tuple[np.ndarray, np.ndarray], n_keys: int, k: int) -> list[str]:
+    """Ids of the k best hits: share, importance, newer, id."""
+    nodes, share = hits
+    if nodes.size == 0:
+        return []
+    view.ensure_meta(nodes)
+    count = np.rint(share * n_keys).astype(np.int64)
+    rows = top_ranked(count, view.importance[nodes], view.created_key[nodes], view.id_rank(nodes), k)
+    return [view.ids[n] for n in nodes[rows].tolist()]
 
 
 # ---------------------------------------------------------------------------------------------- steps 3-4
@@ -172,8 +190,8 @@ def _run_arrays(
         bonus=bonus,
     )
     nodes = walked.nodes
-    keyword = _by_node(view, sig.keyword, nodes)
-    entity = _by_node(view, sig.entity, nodes)
+    keyword = _lookup(*sig.keyword, nodes)
+    entity = _lookup(*sig.entity, nodes)
     similarity = cos_ext[view.vector_rows(nodes)] if cos_ext is not None else None
     superseded = np.isin(nodes, view.superseded())
     score, graph, sim = rerank_arrays(
@@ -226,15 +244,12 @@ class _Scoped:
         return self.view.id_rank(nodes)
 
 
-def _by_node(view: GraphView, values: dict[str, float], nodes: np.ndarray) -> np.ndarray:
-    """values (by id) aligned with nodes; 0 where absent."""
-    dense = np.zeros(view.size(), dtype=np.float64)
-    index = view.index
-    for id_, v in values.items():
-        i = index.get(id_)
-        if i is not None:
-            dense[i] = v
-    return dense[nodes]
+def _lookup(keys: np.ndarray, values: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """values of nodes in the sorted `keys` (0 for the others)."""
+    if keys.size == 0:
+        return np.zeros(nodes.shape[0], dtype=np.float64)
+    at = np.minimum(np.searchsorted(keys, nodes), keys.size - 1)
+    return np.where(keys[at] == nodes, values[at], 0.0)
 
 
 def _run_reference(
@@ -266,8 +281,8 @@ def _run_reference(
         walked.scores,
         walked.via,
         weights=config.rerank_weights[intent].effective(cosine is not None),
-        keyword=sig.keyword,
-        entity=sig.entity,
+        keyword={view.ids[n]: v for n, v in zip(sig.keyword[0].tolist(), sig.keyword[1].tolist())},
+        entity={view.ids[n]: v for n, v in zip(sig.entity[0].tolist(), sig.entity[1].tolist())},
         similarity=cosine,
         superseded=superseded,
         superseded_factor=config.superseded_factor,

@@ -1,0 +1,270 @@
+"""Recall speed: in-process `Memory.recall` p50/p95 at 1k, 10k and 100k insights, next to a plain numpy
+brute-force cosine top-20 over the same vectors in the same process.
+
+Synthetic stores (built once, cached under the temp dir): Zipf-distributed words from a 3,000-word vocabulary,
+0-2 entities from a Zipf pool of 400 names, one insight every 30 minutes from two sources, and edges shaped like
+the write pipeline's: temporal backbone (same source, weight 1) and proximity (the 10 previous within 24 h,
+weight 1/(1+h)), entity (the 5 previous insights naming each entity, weight 1), semantic (30 % of insights get
+1-3 links at 0.80-0.95) and causal (15 % get one directed link from one of the 10 previous, weight 0.15-0.6);
+all but causal both ways, as remember writes them. Vectors: 384-d random unit vectors (float32); each query's
+vector is a noisy copy of one insight's vector (calibrated cosine ≈ 0.6 with it), so the vector signal has real
+work to do.
+
+    python benchmarks/recall_speed.py                 # 1k, 10k, 100k; prints the Markdown for RESULTS.md
+    python benchmarks/recall_speed.py --sizes 1000 --queries 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mnemon_core.embed.base import IDENTITY, BaseEmbedder  # noqa: E402
+
+DIM = 384
+MODEL = "bench/random-384"
+LAYOUT = 3  # bump when the generator changes, so cached stores are rebuilt
+CACHE = Path(tempfile.gettempdir()) / "mnemon-bench-recall"
+CUES = ["", "", "why ", "when did ", "what is ", "tell me about "]
+
+
+class PresetEmbedder(BaseEmbedder):
+    """Query vectors chosen by the benchmark (text → vector); anything else gets a hash-seeded random vector."""
+
+    def __init__(self) -> None:
+        super().__init__(MODEL, dimensions=DIM, calibration=IDENTITY)
+        self.preset: dict[str, np.ndarray] = {}
+
+    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        out = []
+        for t in texts:
+            v = self.preset.get(t)
+            if v is None:
+                seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
+                v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+            out.append(v)
+        return np.stack(out)
+
+    def available(self) -> bool:
+        return True
+
+
+def vocabulary(rng: random.Random, n: int = 3000) -> list[str]:
+    syll = ["ka", "lo", "mi", "ter", "van", "dus", "pre", "os", "quin", "ra", "bel", "sto", "nu", "fex", "gal"]
+    words: set[str] = set()
+    while len(words) < n:
+        words.add("".join(rng.choices(syll, k=rng.randint(2, 4))))
+    return sorted(words)
+
+
+def zipf_weights(n: int, s: float = 1.1) -> list[float]:
+    return [1.0 / (r + 1) ** s for r in range(n)]
+
+
+def build(path: Path, n: int, seed: int = 7) -> None:
+    from mnemon_core.models import Insight
+    from mnemon_core.store.sqlite import SQLiteStore
+    from mnemon_core.text import token_set
+    from mnemon_core.timeutil import iso
+
+    rng = random.Random(seed)
+    nprng = np.random.default_rng(seed)
+    vocab = vocabulary(rng)
+    vweights = zipf_weights(len(vocab))
+    entities = [f"Proj{w.capitalize()}" for w in vocabulary(random.Random(seed + 1), 400)]
+    eweights = zipf_weights(len(entities))
+    t0 = 1_700_000_000.0
+    store = SQLiteStore(path)
+    ids: list[str] = []
+    sources: list[str] = []
+    last_by_source: dict[str, int] = {}
+    last_by_entity: dict[str, list[int]] = {}
+    edges: list[tuple[str, str, str, float, str, str]] = []
+    vecs = nprng.standard_normal((n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def both(a: int, b: int, etype: str, w: float, now: str) -> None:
+        edges.append((ids[a], ids[b], etype, w, "{}", now))
+        edges.append((ids[b], ids[a], etype, w, "{}", now))
+
+    with store.transaction():
+        for i in range(n):
+            ts = t0 + i * 1800
+            now = iso(ts)
+            words = rng.choices(vocab, weights=vweights, k=rng.randint(8, 20))
+            ents = sorted(set(rng.choices(entities, weights=eweights, k=rng.randint(0, 2))))
+            source = "user" if rng.random() < 0.6 else "agent"
+            content = " ".join(words) + (" " + " ".join(ents) if ents else "")
+            ins = Insight(
+                id=f"{i:08d}-{rng.getrandbits(64):016x}", content=content, importance=rng.randint(1, 5),
+                entities=ents, source=source, created_at=now, updated_at=now, stored_at=now,
+                category=rng.choice(["fact", "decision", "general", "insight", "preference", "context"]),
+            )
+            ids.append(ins.id)
+            sources.append(source)
+            store.insert_insight(ins, token_set(" ".join([content, *ents])))
+            prev = last_by_source.get(source)
+            if prev is not None:
+                both(prev, i, "temporal", 1.0, now)
+            for j in range(max(0, i - 10), i):  # proximity: previous 10 within 24 h (all, at 30-min spacing)
+                if j != prev:
+                    both(j, i, "temporal", 1.0 / (1.0 + (i - j) * 0.5), now)
+            last_by_source[source] = i
+            linked = 0
+            for e in ents:
+                for j in last_by_entity.get(e, [])[-5:]:
+                    if linked < 50:
+                        both(j, i, "entity", 1.0, now)
+                        linked += 1
+                last_by_entity.setdefault(e, []).append(i)
+            if i > 20 and rng.random() < 0.3:
+                for j in rng.sample(range(max(0, i - 2000), i), k=rng.randint(1, 3)):
+                    both(j, i, "semantic", round(rng.uniform(0.80, 0.95), 4), now)
+            if i > 10 and rng.random() < 0.15:
+                j = rng.randrange(i - 10, i)
+                edges.append((ids[j], ids[i], "causal", round(rng.uniform(0.15, 0.6), 4), "{}", now))
+            if len(edges) > 200_000:
+                store.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edges)
+                edges.clear()
+        store.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edges)
+        for i, id_ in enumerate(ids):
+            store.set_vector(id_, vecs[i], MODEL)
+    meta = {"n": n, "layout": LAYOUT}
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+
+
+def store_for(n: int) -> Path:
+    path = CACHE / f"recall-{n}-v{LAYOUT}" / "data" / "default" / "mnemon.db"
+    if not path.exists() or not path.with_suffix(".json").exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for p in path.parent.glob("mnemon.db*"):
+            p.unlink()
+        t = time.perf_counter()
+        build(path, n)
+        print(f"built {n} insights in {time.perf_counter() - t:.0f}s: {path}", file=sys.stderr)
+    return path
+
+
+def queries(n: int, count: int, seed: int, build_seed: int = 7) -> list[tuple[str, int]]:
+    """(query text, index of the insight its vector is close to). Words are drawn log-uniformly over the
+    vocabulary's frequency ranks 10-3000 (a median word is in ~1 % of insights), 40 % of queries name an
+    entity (log-uniform over the pool's ranks), and a third open with a WHY / WHEN / ENTITY cue."""
+    rng = random.Random(seed)
+    vocab = vocabulary(random.Random(build_seed))  # the generator's own lists, in frequency-rank order
+    ents = [f"Proj{w.capitalize()}" for w in vocabulary(random.Random(build_seed + 1), 400)]
+
+    def rank(lo: int, hi: int) -> int:
+        return min(hi - 1, int(lo * (hi / lo) ** rng.random()))
+
+    out = []
+    for q in range(count):
+        words = list(dict.fromkeys(vocab[rank(10, len(vocab))] for _ in range(rng.randint(2, 4))))
+        if rng.random() < 0.4:
+            words.append(ents[rank(1, len(ents)) - 1])
+        out.append((f"{rng.choice(CUES)}{' '.join(words)}", rng.randrange(n)))
+    return out
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def timed(mem, texts: list[str]) -> list[float]:
+    out = []
+    for text in texts:
+        t = time.perf_counter()
+        mem.recall(text)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def measure(n: int, count: int, warmup: int) -> dict[str, float]:
+    from mnemon_core import Memory
+    from mnemon_core.recall.graph import graph_view
+
+    path = store_for(n)
+    data_dir = path.parent.parent.parent
+    emb = PresetEmbedder()
+    qs = queries(n, 2 * count + warmup + 1, seed=n)
+    with Memory(data_dir=data_dir, store="default", embedder=emb, readonly=True) as probe:
+        _, mat = probe.store.vector_matrix(MODEL, DIM)
+        rng = np.random.default_rng(n)
+        for text, target in qs:  # a query vector close to one insight: cos ≈ 0.6
+            v = mat[target] + rng.standard_normal(DIM).astype(np.float32) * (1.33 / np.sqrt(DIM))
+            emb.preset[text] = v / np.linalg.norm(v)
+    texts = [t for t, _ in qs]
+    first_q, warm_qs, lazy_qs, pre_qs = texts[0], texts[1 : warmup + 1], texts[warmup + 1 : warmup + 1 + count], texts[
+        warmup + 1 + count :
+    ]
+
+    # A long-lived process, memo filled lazily by the queries themselves.
+    mem = Memory(data_dir=data_dir, store="default", embedder=emb)
+    t = time.perf_counter()
+    mem.recall(first_q)  # first query of the process: vector matrix and memo start empty
+    first = (time.perf_counter() - t) * 1000
+    timed(mem, warm_qs)
+    lazy = timed(mem, lazy_qs)
+    # The same process after preloading the memo for every insight (what a server can do at start).
+    t = time.perf_counter()
+    graph_view(mem.store).preload()
+    preload_s = time.perf_counter() - t
+    timed(mem, pre_qs[: max(1, count // 10)])  # postings of new query words still load on first use
+    pre = timed(mem, pre_qs)
+
+    _, mat = mem.store.vector_matrix(MODEL, DIM)
+    brute = []
+    for text in pre_qs:
+        q = emb.preset[text]
+        t = time.perf_counter()
+        sims = mat @ q
+        top = np.argpartition(sims, -20)[-20:]
+        top = top[np.argsort(-sims[top])]
+        brute.append((time.perf_counter() - t) * 1000)
+    r = mem.recall(pre_qs[-1], verbose=True)
+    mem.close()
+    return {
+        "n": n, "first": first, "lazy_p50": pct(lazy, 50), "lazy_p95": pct(lazy, 95), "p50": pct(pre, 50),
+        "p95": pct(pre, 95), "preload_s": preload_s, "brute_p50": pct(brute, 50), "brute_p95": pct(brute, 95),
+        "traversed": r.meta.traversed, "anchors": r.meta.anchor_count,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=100)
+    a = ap.parse_args()
+    rows = [measure(int(s), a.queries, a.warmup) for s in a.sizes.split(",")]
+    print(
+        "| insights | recall p50 (warm) | recall p95 (warm) | numpy top-20 p50 | numpy top-20 p95 "
+        "| p50 / p95 lazy memo | first query | preload | anchors | traversed |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(
+            f"| {r['n']:,} | {r['p50']:.1f} ms | {r['p95']:.1f} ms | {r['brute_p50']:.2f} ms | {r['brute_p95']:.2f} ms "
+            f"| {r['lazy_p50']:.1f} / {r['lazy_p95']:.1f} ms | {r['first']:.0f} ms | {r['preload_s']:.1f} s "
+            f"| {r['anchors']} | {r['traversed']:,} |"
+        )
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MNEMON_MAX_INSIGHTS", "0")
+    main()
