@@ -660,3 +660,15 @@ def test_batch_view_gives_the_stores_answers(data_dir: Path, monkeypatch: pytest
     batched = graph(500, "batched")
     assert len(one_by_one) > 300
     assert batched == one_by_one
+
+
+async def test_async_import_matches_sync(mem: Memory) -> None:
+    from mnemon_core import AsyncMemory
+
+    am = AsyncMemory(memory=mem)
+    assert await am.import_draft(SPEC_DRAFT, dry_run=True) == (
+        "Dry run: 2 insights, 1 explicit edges — validation passed.")
+    r = await am.import_draft(SPEC_DRAFT)
+    again = mem.import_draft(SPEC_DRAFT)
+    assert [(x.index, x.id) for x in r.results] == [(x.index, x.id) for x in again.results]
+    assert (r.imported, again.skipped) == (2, 2)
