@@ -224,12 +224,7 @@ def beam_search_arrays(
         _, first = np.unique(t_anchor[fresh] * cap + t_nbr[fresh], return_index=True)
         new = np.zeros(t_pair.size, dtype=bool)
         new[fresh[first]] = True
-        room = max_visited - count
-        processed = np.ones(t_pair.size, dtype=bool)
-        # The budget binds when new discoveries reach the room left: nothing after the last one is processed.
-        binding = np.bincount(t_anchor[new], minlength=n_anchors) >= room
-        if binding.any():
-            _apply_budget(binding, room, t_anchor, t_pair, t_score, new, processed)
+        processed = _apply_budget(max_visited - count, pa, t_pair, t_score, new)
         seen_nodes.append(t_nbr[processed])
         seen_scores.append(t_score[processed])
         seen_types.append(t_type[processed])
@@ -271,25 +266,32 @@ def _best_per_neighbour(
 
 
 def _apply_budget(
-    binding: np.ndarray,
-    room: np.ndarray,
-    t_anchor: np.ndarray,
-    t_pair: np.ndarray,
-    t_score: np.ndarray,
-    new: np.ndarray,
-    processed: np.ndarray,
-) -> None:
-    """For anchors that run out of visits in this level, process rows in the reference order (beam row, score
-    desc, array order) only until the room-th new neighbour; the rest are not processed."""
-    rows = np.flatnonzero(binding[t_anchor])
-    # Stable on score (equal scores keep array order), then stable on the row's beam position.
-    order = rows[np.argsort(-t_score[rows], kind="stable")]
-    order = order[np.argsort(t_pair[order].astype(np.int32), kind="stable")]
-    anchors = t_anchor[order]
-    is_new = new[order]
-    before = np.cumsum(is_new) - is_new
-    before -= before[np.searchsorted(anchors, anchors, side="left")]
-    processed[order] = before < room[anchors]
+    room: np.ndarray, pa: np.ndarray, t_pair: np.ndarray, t_score: np.ndarray, new: np.ndarray
+) -> np.ndarray:
+    """Which rows are processed: a row is, while its anchor has made fewer than room[anchor] new discoveries
+    before it in the reference order (beam row, score desc, array order).
+
+    Beam rows come in order, so counting new discoveries per beam row tells, for each anchor, the one beam
+    row in which its room runs out: rows of earlier beam rows are all processed, of later ones none, and only
+    that beam row's transitions need sorting by score.
+    """
+    n_pairs = pa.size
+    per_pair = np.bincount(t_pair[new], minlength=n_pairs)
+    before = np.cumsum(per_pair) - per_pair
+    first_of_anchor = np.searchsorted(pa, pa, side="left")
+    before -= before[first_of_anchor]  # new discoveries in the anchor's earlier beam rows
+    need = room[pa]
+    pair_state = np.where(before + per_pair < need, 1, np.where(before >= need, 0, 2))  # all / none / partial
+    processed = pair_state[t_pair] == 1
+    partial = np.flatnonzero(pair_state[t_pair] == 2)
+    if partial.size:
+        order = partial[np.lexsort((partial, -t_score[partial], t_pair[partial]))]
+        pairs = t_pair[order]
+        is_new = new[order]
+        k = np.cumsum(is_new) - is_new
+        k -= k[np.searchsorted(pairs, pairs, side="left")]
+        processed[order] = (before[pairs] + k) < need[pairs]
+    return processed
 
 
 def _next_beam(
