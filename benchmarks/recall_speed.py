@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mnemon_core.embed.base import IDENTITY, BaseEmbedder  # noqa: E402
+from mnemon_core.embed.base import IDENTITY, BaseEmbedder
 
 DIM = 384
 MODEL = "bench/random-384"
@@ -182,7 +181,7 @@ def queries(n: int, count: int, seed: int, build_seed: int = 7) -> list[tuple[st
 
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def timed(mem, texts: list[str], cpu: list[float] | None = None) -> list[float]:

@@ -170,7 +170,8 @@ def test_traversal_scores_follow_the_intent_edge_weights(mem: Memory, intent: st
 
 def tie_heavy_store(mem: Memory, n: int = 80) -> None:
     rng = random.Random(3)
-    words = "deploy cache redis queue latency budget agent memory graph review release schema".split()
+    words = ["deploy", "cache", "redis", "queue", "latency", "budget", "agent", "memory", "graph", "review",
+             "release", "schema"]
     ents = ["Redis", "Kafka", "Docker", "GitHub", "Qdrant"]
     mem.settings.max_insights = 0
     for i in range(n):

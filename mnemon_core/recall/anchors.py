@@ -12,7 +12,7 @@ Every function here works on plain data; the pipeline feeds them what the store 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def vector_ranking(
 def entity_ranking(
     hits: Mapping[str, int],
     n_query_entities: int,
-    meta: Mapping[str, Sequence[object]],
+    meta: Mapping[str, tuple[Any, ...]],
     top_k: int = ANCHOR_TOP_K,
 ) -> list[str]:
     """Insights naming the query's entities, by share of them (ties → importance, newer, id).
@@ -116,7 +116,9 @@ def entity_ranking(
     if n_query_entities <= 0:
         return []
     rows = [
-        (id_, n / n_query_entities, meta[id_][0], meta[id_][1]) for id_, n in hits.items() if n > 0 and id_ in meta
+        (id_, n / n_query_entities, int(meta[id_][0]), str(meta[id_][1]))
+        for id_, n in hits.items()
+        if n > 0 and id_ in meta
     ]
     rows.sort(key=lambda r: r[0])
     rows.sort(key=lambda r: r[3], reverse=True)

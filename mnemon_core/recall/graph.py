@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import weakref
 from bisect import bisect_left
-from datetime import datetime
 from collections.abc import Hashable, Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
 
@@ -330,7 +330,7 @@ class GraphView:
 def _epoch(created_at: str) -> int:
     """RFC 3339 → epoch seconds (0 if unparsable), for ordering "newer first" with integers."""
     try:
-        return int(datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp())
+        return int(datetime.fromisoformat(created_at).timestamp())
     except ValueError:
         return 0
 
