@@ -461,3 +461,17 @@ def test_readonly_recall_reads_without_bumping(mem: Memory, data_dir):
         assert [h.id for h in ro.recall("alpha").results] == ["a"]
         assert ro.store.get_insight("a").access_count == 0
         assert ro.store.count_log() == 0
+
+
+def test_threads_sharing_one_memory_get_the_same_answers(mem: Memory):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tie_heavy_store(mem, 60)
+    queries = ["why redis latency", "tell me about Kafka", "deploy cache budget", "graph memory"] * 4
+    mem.recall("warm the memo")
+    mem.remember("one more note about redis")  # a write: the memo is rebuilt by whichever thread comes first
+    with Memory() as other:
+        expected = {q: other.recall(q, limit=8).model_dump(mode="json") for q in set(queries)}
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: mem.recall(q, limit=8).model_dump(mode="json"), queries))
+    assert got == [expected[q] for q in queries]

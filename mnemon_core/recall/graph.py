@@ -10,6 +10,7 @@ query touches, level by level; a long-lived one stops reading the graph from SQL
 
 from __future__ import annotations
 
+import threading
 import weakref
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Sequence
@@ -44,6 +45,8 @@ def graph_view(store: Store) -> GraphView:
 class GraphView:
     def __init__(self, store: Store) -> None:
         self.store = store
+        # One query at a time per memo: a Memory shared by threads must not grow the arrays under a reader.
+        self.lock = threading.RLock()
         self._version: Hashable = object()
         self._vec_ids: list[str] = []
         self._vec_row: dict[str, int] = {}
@@ -291,6 +294,10 @@ class GraphView:
     def preload(self, batch: int = 4000) -> None:
         """Fill the memo for every active insight now (a long-lived process that wants warm queries from the
         start; recall fills it lazily otherwise)."""
+        with self.lock:
+            self._preload(batch)
+
+    def _preload(self, batch: int) -> None:
         self.sync()
         rows = list(self.store.iter_active())
         nodes = self.intern([r.id for r in rows])

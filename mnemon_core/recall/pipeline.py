@@ -71,13 +71,14 @@ def smart_recall(
     engine: Literal["arrays", "reference"] = "arrays",
 ) -> Outcome:
     view = graph_view(store)
-    view.sync()
     if vectors is not None and not vectors.ids:
         vectors = None
-    view.use_vectors(vectors.ids if vectors is not None else [])
-    sig = _signals(store, view, query, scope, vectors, config)
-    run = _run_arrays if engine == "arrays" else _run_reference
-    results, traversed = run(view, sig, intent, scope, limit, config)
+    with view.lock:
+        view.sync()
+        view.use_vectors(vectors.ids if vectors is not None else [])
+        sig = _signals(store, view, query, scope, vectors, config)
+        run = _run_arrays if engine == "arrays" else _run_reference
+        results, traversed = run(view, sig, intent, scope, limit, config)
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
         results = why_order(results, [(e.source_id, e.target_id) for e in causal])
