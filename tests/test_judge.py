@@ -64,9 +64,9 @@ def test_judge_links_a_causal_pair_with_metadata(mem):
         "sub_type": "causes", "weight": 0.8, "reason": "the slowness led to the move"}]
     meta = {"reason": "the slowness led to the move", "model": "fake-model", "sub_type": "causes",
             "created_by": "judge"}
-    # Memory.link writes causal links both ways.
+    # Memory.link writes causal links both ways; the reverse copy is marked so the WHY order keeps the cause first.
     assert judge_edges(mem, slow.id, new.id) == sorted([
-        (slow.id, new.id, "causal", 0.8, meta), (new.id, slow.id, "causal", 0.8, meta)])
+        (slow.id, new.id, "causal", 0.8, meta), (new.id, slow.id, "causal", 0.8, {**meta, "direction": "reverse"})])
     req = s.requests[0]
     assert req["response_format"]["json_schema"]["name"] == "JudgeAnswer"
     assert data_of(req)["new_memory"] == {"content": SWITCH, "category": "decision"}
