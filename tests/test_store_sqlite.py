@@ -116,3 +116,18 @@ def test_token_hits_with_more_tokens_than_a_compound_select_allows(tmp_path) -> 
     hits = {h.id: h.hits for h in s.token_hits(words)}
     assert hits == {"long": 1200, "short": 2}
     s.close()
+
+
+def test_vector_cache_recovers_from_a_rolled_back_write(tmp_path) -> None:
+    s = SQLiteStore(tmp_path / "r.db")
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.insert_insight(_insight("gone"), {"x"})
+            s.set_vector("gone", np.ones(4, dtype=np.float32), "m")
+            assert s.vector_matrix("m", 4)[0] == ["gone"]  # read inside the transaction
+            raise RuntimeError("boom")
+    with s.transaction():
+        s.insert_insight(_insight("kept"), {"x"})
+        s.set_vector("kept", np.ones(4, dtype=np.float32), "m")
+    assert s.vector_matrix("m", 4)[0] == ["kept"]
+    s.close()

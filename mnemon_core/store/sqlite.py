@@ -135,9 +135,6 @@ def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
         CREATE INDEX IF NOT EXISTS idx_insights_content ON insights(content);
         CREATE INDEX IF NOT EXISTS idx_prune_candidates
             ON insights(deleted_at, importance, access_count, effective_importance);
-        CREATE INDEX IF NOT EXISTS idx_edges_source ON edges(source_id);
-        CREATE INDEX IF NOT EXISTS idx_edges_target ON edges(target_id);
-        CREATE INDEX IF NOT EXISTS idx_edges_type ON edges(edge_type);
         CREATE INDEX IF NOT EXISTS idx_edges_source_type ON edges(source_id, edge_type);
         CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type);
         CREATE INDEX IF NOT EXISTS idx_oplog_created_at ON oplog(created_at);
@@ -175,7 +172,22 @@ def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search]
+def _m004_write_path_indexes(db: sqlite3.Connection) -> None:
+    """The temporal and causal builders ask for the latest insights of one source; the edge indexes on
+    source_id, target_id and edge_type alone are covered by the primary key and the (target, type) index and
+    only slowed every edge write."""
+    _script(
+        db,
+        """
+        CREATE INDEX IF NOT EXISTS idx_insights_source_created ON insights(source, created_at);
+        DROP INDEX IF EXISTS idx_edges_source;
+        DROP INDEX IF EXISTS idx_edges_target;
+        DROP INDEX IF EXISTS idx_edges_type
+        """,
+    )
+
+
+MIGRATIONS = [_m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes]
 
 
 def _fts_phrase(token: str) -> str:
@@ -236,6 +248,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
+        self._graph_dirty = False  # the open transaction changed insights or edges
         try:
             if readonly:
                 if not self.path.exists():
@@ -250,6 +263,7 @@ class SQLiteStore:
             if not readonly:
                 self.db.execute("PRAGMA journal_mode = WAL")
                 self.db.execute("PRAGMA synchronous = NORMAL")
+                self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
                 self._migrate()
         except sqlite3.Error as e:
             raise StoreError(f"cannot open database {self.path}: {e}", path=str(self.path)) from e
@@ -281,6 +295,7 @@ class SQLiteStore:
                 self._depth -= 1
                 self._graph_gen += 1
                 if self._depth == 0:
+                    self._graph_dirty = False
                     self.db.execute("ROLLBACK")
                 else:
                     self.db.execute(f"ROLLBACK TO {name}")
@@ -289,6 +304,9 @@ class SQLiteStore:
             else:
                 self._depth -= 1
                 if self._depth == 0:
+                    if self._graph_dirty:
+                        self._graph_dirty = False
+                        self._bump_graph()
                     self.db.execute("COMMIT")
                 else:
                     self.db.execute(f"RELEASE {name}")
@@ -307,7 +325,7 @@ class SQLiteStore:
     # ------------------------------------------------------------------ insights
 
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
-        self._graph_gen += 1
+        self._graph_write()
         toks = set(tokens)
         cur = self.db.execute(
             "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
@@ -384,7 +402,7 @@ class SQLiteStore:
         return [_row_to_insight(r) for r in rows]
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
-        self._graph_gen += 1
+        self._graph_write()
         for id_ in ids:
             seq = self._next_vec_seq()
             self.db.execute(
@@ -553,6 +571,8 @@ class SQLiteStore:
                 cache = self._vectors[(model, dim)] = VectorCache(model, dim)
             top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
             top_seq = top[0] if top else 0
+            if top_seq < cache.high_water:  # our own writes were rolled back: start over
+                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
             if top_seq > cache.high_water:
                 rows = self.db.execute(
                     "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
@@ -581,10 +601,12 @@ class SQLiteStore:
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._graph_gen += 1
+        self._graph_write()
         self.db.execute(
-            "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
-            "VALUES (?,?,?,?,?,?)",
+            # An upsert, not INSERT OR REPLACE: with foreign keys on, REPLACE deletes and re-inserts.
+            "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = excluded.weight, "
+            "metadata = excluded.metadata, created_at = excluded.created_at",
             (
                 edge.source_id, edge.target_id, str(edge.edge_type), edge.weight,
                 json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), edge.created_at,
@@ -647,7 +669,7 @@ class SQLiteStore:
             yield _row_to_edge(r)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
-        self._graph_gen += 1
+        self._graph_write()
         self.db.execute(
             "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?",
             (source_id, target_id, edge_type),
@@ -666,8 +688,28 @@ class SQLiteStore:
     # ------------------------------------------------------------------ recall (plain tuples, no models)
 
     def graph_version(self) -> tuple[int, int]:
-        # data_version moves when another connection commits; _graph_gen when this one writes graph data.
-        return self.db.execute("PRAGMA data_version").fetchone()[0], self._graph_gen
+        # The committed 'graph' counter moves once per transaction that changed insights or edges (any
+        # process; access bumps and the oplog leave it alone); _graph_gen with this connection's own writes
+        # before they commit. A read-only legacy file without mnemon_meta falls back to data_version.
+        try:
+            r = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'graph'").fetchone()
+            committed = r[0] if r else 0
+        except sqlite3.OperationalError:
+            committed = -self.db.execute("PRAGMA data_version").fetchone()[0]
+        return committed, self._graph_gen
+
+    def _graph_write(self) -> None:
+        self._graph_gen += 1
+        if self._depth == 0:  # a write outside transaction(): publish it now
+            self._bump_graph()
+        else:
+            self._graph_dirty = True
+
+    def _bump_graph(self) -> None:
+        self.db.execute(
+            "INSERT INTO mnemon_meta (key, value) VALUES ('graph', 1) "
+            "ON CONFLICT(key) DO UPDATE SET value = value + 1"
+        )
 
     def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
         out: dict[str, tuple[int, str, str, str]] = {}
