@@ -294,6 +294,7 @@ class SQLiteStore:
             except BaseException:
                 self._depth -= 1
                 self._graph_gen += 1
+                self._vectors.clear()  # it may hold vectors this rollback removes, under sequence numbers reused next
                 if self._depth == 0:
                     self._graph_dirty = False
                     self.db.execute("ROLLBACK")
@@ -571,8 +572,6 @@ class SQLiteStore:
                 cache = self._vectors[(model, dim)] = VectorCache(model, dim)
             top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
             top_seq = top[0] if top else 0
-            if top_seq < cache.high_water:  # our own writes were rolled back: start over
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
             if top_seq > cache.high_water:
                 rows = self.db.execute(
                     "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
