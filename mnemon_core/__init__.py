@@ -31,6 +31,17 @@ _EXPORTS = {
     "SearchHit": "models",
     "SemanticCandidate": "models",
     "StatusResult": "models",
+    "DraftEdge": "draft",
+    "DraftInsight": "draft",
+    "ImportDraft": "draft",
+    "ImportItem": "draft",
+    "ImportResult": "draft",
+    "BriefRecallResult": "recall.results",
+    "RecallHit": "recall.results",
+    "RecallResult": "recall.results",
+    "VerboseHit": "recall.results",
+    "VerboseRecallResult": "recall.results",
+    "EmbedStatus": "embed_ops",
     "EmbedderError": "errors",
     "MnemonError": "errors",
     "NotFoundError": "errors",
@@ -57,6 +68,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .draft import DraftEdge, DraftInsight, ImportDraft, ImportItem, ImportResult
+    from .embed_ops import EmbedStatus
+    from .recall.results import BriefRecallResult, RecallHit, RecallResult, VerboseHit, VerboseRecallResult
     from .errors import EmbedderError, MnemonError, NotFoundError, ReadOnlyError, StoreError, ValidationError
     from .memory import AsyncMemory, Memory
     from .models import (
