@@ -591,3 +591,31 @@ def test_pgvector_in_another_schema(pg_url: str) -> None:
         s.close()
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("DROP DATABASE mnemon_ext")
+
+
+def test_buffered_edges_keep_transaction_semantics(pg) -> None:
+    """Edge upserts travel to the server in batches; a bad one still fails its own transaction, and edges of
+    a rolled-back savepoint are never written."""
+    import psycopg
+
+    from mnemon_core.models import Edge, Insight
+
+    with pg.transaction():
+        for id_ in ("a", "b"):
+            pg.insert_insight(Insight(id=id_, content=id_, created_at=T0, updated_at=T0), [id_])
+    good = Edge(source_id="a", target_id="b", edge_type="semantic", weight=0.5, created_at=T0)
+    bad = Edge(source_id="a", target_id="missing", edge_type="semantic", weight=0.5, created_at=T0)
+    with pytest.raises(psycopg.errors.ForeignKeyViolation), pg.transaction():
+        pg.upsert_edge(good)
+        pg.upsert_edge(bad)
+    assert pg.count_edges() == 0
+    with pg.transaction():
+        with pytest.raises(RuntimeError), pg.transaction():
+            pg.upsert_edge(good)
+            raise RuntimeError
+        with pytest.raises(psycopg.errors.ForeignKeyViolation), pg.transaction():
+            pg.upsert_edge(bad)
+        pg.upsert_edge(good.model_copy(update={"weight": 0.7}))
+        assert [e.weight for e in pg.edges_of(["a"])] == [0.7]  # a read sees the batch first
+        pg.upsert_edge(good.model_copy(update={"weight": 0.9}))
+    assert [e.weight for e in pg.edges_of(["a"])] == [0.9]

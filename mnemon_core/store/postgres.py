@@ -62,6 +62,12 @@ _INSIGHT_COLS = (
 )
 _EDGE_COLS = "source_id, target_id, edge_type, weight, metadata, created_at"
 
+_UPSERT_EDGE = (
+    f"INSERT INTO {{s}}.edges ({_EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
+    "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = EXCLUDED.weight, "
+    "metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at"
+)
+
 # A global advisory lock (per database) that serialises schema creation and migrations across processes.
 _MIGRATE_LOCK = int.from_bytes(hashlib.sha256(b"mnemon:migrate").digest()[:8], "big", signed=True)
 
@@ -280,6 +286,9 @@ class _Tx:
         self.levels: list[dict[str, int]] = [{"active": 0, "graph": 0}]
         self.stamp: int | None = None  # this transaction's vec_seq, reserved at its first vector change
         self.stamp_level = 0
+        # Edge upserts wait here and go to the server together (one pipelined round trip) before the next
+        # statement, savepoint or commit: a graph builder writes tens of edges between two reads.
+        self.edges: list[tuple[Any, ...]] = []
 
 
 class PostgresStore:
@@ -409,10 +418,17 @@ class PostgresStore:
         """This thread's transaction connection, or one borrowed for a single autocommit statement."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
+            if tx.edges:
+                self._send_edges(tx)
             yield tx.conn
             return
         with self._pool.connection() as conn:
             yield conn
+
+    def _send_edges(self, tx: _Tx) -> None:
+        rows, tx.edges = tx.edges, []
+        with tx.conn.cursor() as cur:
+            cur.executemany(self._q(_UPSERT_EDGE), rows)
 
     def _exec(
         self, sql: str, args: Sequence[Any] | dict[str, Any] = (), *, binary: bool = False
@@ -440,12 +456,17 @@ class PostgresStore:
         """Outermost call: BEGIN + this store's advisory lock (writers queue); inner calls: savepoints."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
+            if tx.edges:
+                self._send_edges(tx)  # they belong to the enclosing level
             depth = len(tx.levels)
             tx.levels.append({"active": 0, "graph": 0})
             try:
                 with tx.conn.transaction():
                     yield
+                    if tx.edges:
+                        self._send_edges(tx)  # inside the savepoint, so a failure rolls back with it
             except BaseException:
+                tx.edges = []
                 tx.levels.pop()
                 if tx.stamp is not None and tx.stamp_level >= depth:
                     tx.stamp = None  # its reservation was rolled back with the savepoint
@@ -461,6 +482,8 @@ class PostgresStore:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                     yield
+                    if tx.edges:
+                        self._send_edges(tx)
                     self._flush(conn, tx.levels[0])
             except BaseException:
                 self._gen += 1
@@ -873,12 +896,13 @@ class PostgresStore:
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._exec(
-            f"INSERT INTO {{s}}.edges ({_EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
-            "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = EXCLUDED.weight, "
-            "metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at",
-            (edge.source_id, edge.target_id, str(edge.edge_type), edge.weight, _jsonb(edge.metadata), edge.created_at),
-        )
+        row = (edge.source_id, edge.target_id, str(edge.edge_type), edge.weight, _jsonb(edge.metadata),
+               edge.created_at)
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is not None:
+            tx.edges.append(row)  # sent before this transaction's next statement (see `_conn`)
+        else:
+            self._exec(_UPSERT_EDGE, row)
         self._changed(graph=True)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
