@@ -23,6 +23,8 @@ from .config import UNSET, Settings
 from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, ValidationError
 from .models import (
+    REVERSE_KEY,
+    REVERSE_VALUE,
     Category,
     CausalCandidate,
     Edge,
@@ -58,7 +60,6 @@ RELATED_DEPTH = 2
 TOP_ENTITIES = 20
 LINK_WEIGHT = 0.5
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
-REVERSE_KEY = "direction"  # metadata of the reverse copy of a manual causal link: "reverse"
 
 
 def check_limit(limit: int, name: str = "--limit") -> int:
@@ -363,7 +364,7 @@ class Memory:
                       metadata=meta, created_at=now)]
         if etype != EdgeType.supersedes:  # supersedes is directed new → old; the rest are written both ways
             # The reverse copy of a causal link says so, so the WHY order can still put the cause first.
-            back = {**meta, REVERSE_KEY: "reverse"} if etype == EdgeType.causal else meta
+            back = {**meta, REVERSE_KEY: REVERSE_VALUE} if etype == EdgeType.causal else meta
             edges.append(Edge(source_id=target_id, target_id=source_id, edge_type=etype, weight=float(weight),
                               metadata=back, created_at=now))
         with store.transaction():

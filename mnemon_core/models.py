@@ -29,6 +29,12 @@ class EdgeType(StrEnum):
     supersedes = "supersedes"
 
 
+# `link` writes a causal link both ways; the copy against the agent's direction carries this metadata, so the
+# WHY order (cause first) can tell it from the link itself.
+REVERSE_KEY = "direction"
+REVERSE_VALUE = "reverse"
+
+
 class Intent(StrEnum):
     WHY = "WHY"
     WHEN = "WHEN"

@@ -182,3 +182,11 @@ def test_readonly_reads_without_writing(mem: Memory, pair) -> None:
     again = Memory()
     assert again.store.count_log() == before
     assert again.store.get_insight(a).access_count == 0
+
+
+def test_why_recall_puts_a_linked_cause_first(mem: Memory) -> None:
+    effect = mem.remember("We moved the search service to Rust", category="decision", importance=5, source="a")
+    cause = mem.remember("The Python search service kept timing out under load", category="fact", source="b")
+    mem.link(cause.id, effect.id, type="causal", weight=0.9, metadata={"sub_type": "causes"})
+    ids = [h.id for h in mem.recall("why did we move the search service to Rust?", limit=5).results]
+    assert ids.index(cause.id) < ids.index(effect.id)

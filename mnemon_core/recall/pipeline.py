@@ -17,7 +17,7 @@ import numpy as np
 
 from ..embed import Calibration
 from ..entities import ASCII_WORD_RE, extract_entities, query_entities
-from ..models import EdgeType, Intent
+from ..models import REVERSE_KEY, REVERSE_VALUE, EdgeType, Intent
 from ..store import Filters, Store
 from ..text import token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
@@ -81,7 +81,8 @@ def smart_recall(
         results, traversed = run(view, sig, intent, scope, limit, config)
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
-        results = why_order(results, [(e.source_id, e.target_id) for e in causal])
+        forward = [(e.source_id, e.target_id) for e in causal if e.metadata.get(REVERSE_KEY) != REVERSE_VALUE]
+        results = why_order(results, forward)
     meta = RecallMeta(
         intent=intent, intent_source=intent_source, anchor_count=len(sig.anchors), traversed=traversed,
         hint=hint(len(results), limit),
