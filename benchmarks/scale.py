@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import synth  # noqa: E402
+import synth
 
 ROOT = synth.ROOT
 OPTS = synth.Options(seed=7, words=(12, 36), topics=1000, batch=5000)

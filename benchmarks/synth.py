@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mnemon_core.embed.base import IDENTITY, BaseEmbedder  # noqa: E402
+from mnemon_core.embed.base import IDENTITY, BaseEmbedder
 
 DIM = 384
 MODEL = "bench/random-384"
@@ -52,6 +52,9 @@ class Options(NamedTuple):
     def tag(self) -> str:
         """A short name for the cache directory."""
         return f"s{self.seed}-w{self.words[0]}_{self.words[1]}-t{self.topics}"
+
+
+DEFAULT = Options()
 
 
 class PresetEmbedder(BaseEmbedder):
@@ -142,7 +145,7 @@ class Row(NamedTuple):
     created_at: str
 
 
-def rows(n: int, opts: Options = Options()) -> Iterator[tuple[Row, list[tuple[int, int, str, float, str]]]]:
+def rows(n: int, opts: Options = DEFAULT) -> Iterator[tuple[Row, list[tuple[int, int, str, float, str]]]]:
     """Each insight in creation order with the edges it brings: (from index, to index, type, weight, meta)."""
     from mnemon_core.timeutil import iso
 
@@ -201,7 +204,7 @@ def rows(n: int, opts: Options = Options()) -> Iterator[tuple[Row, list[tuple[in
 # ---------------------------------------------------------------------------------------------- build
 
 
-def build(path: Path, n: int, opts: Options = Options(), progress: bool = False) -> dict[str, float]:
+def build(path: Path, n: int, opts: Options = DEFAULT, progress: bool = False) -> dict[str, float]:
     """Write an n-insight store at `path` (which must not exist). Returns timings (seconds)."""
     from mnemon_core.models import Insight
     from mnemon_core.store.sqlite import SQLiteStore
@@ -251,7 +254,7 @@ def build(path: Path, n: int, opts: Options = Options(), progress: bool = False)
     }
 
 
-def store_for(n: int, opts: Options = Options(), name: str = "synth", progress: bool = False) -> Path:
+def store_for(n: int, opts: Options = DEFAULT, name: str = "synth", progress: bool = False) -> Path:
     """The cached store of n insights (built on first use); its data dir is `path.parent.parent.parent`."""
     path = CACHE / f"{name}-{n}-{opts.tag()}" / "data" / "default" / "mnemon.db"
     meta = path.with_suffix(".json")

@@ -1,0 +1,115 @@
+"""The optional HNSW index beside a SQLite store (mnemon_core/store/ann.py): built from the store's vectors,
+memory-mapped for search, exact over rows changed since it was written, refreshed in place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemon_core.models import Insight
+from mnemon_core.store import ann
+from mnemon_core.store.sqlite import SQLiteStore
+
+pytest.importorskip("usearch")
+
+DIM = 16
+MODEL = "test/16"
+
+
+def _store(tmp_path: Path, n: int, seed: int = 3) -> tuple[SQLiteStore, list[str], np.ndarray]:
+    store = SQLiteStore(tmp_path / "mnemon.db")
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    ids = [f"id-{i:04d}" for i in range(n)]
+    with store.transaction():
+        for i, id_ in enumerate(ids):
+            now = f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z"
+            store.insert_insight(Insight(id=id_, content=f"note {i}", created_at=now, updated_at=now), {"note"})
+            store.set_vector(id_, vecs[i], MODEL)
+    return store, ids, vecs
+
+
+def _exact(store: SQLiteStore, q: np.ndarray, k: int) -> list[str]:
+    ids, mat = store.vector_matrix(MODEL, DIM)
+    sims = mat @ q
+    return [ids[i] for i in sorted(range(len(ids)), key=lambda i: (-sims[i], ids[i]))[:k]]
+
+
+def test_index_file_sits_beside_the_database_per_model(tmp_path: Path) -> None:
+    p = ann.index_path(tmp_path / "mnemon.db", MODEL, DIM)
+    assert p.parent == tmp_path and p.name.startswith("mnemon.vec.") and p.suffix == ".usearch"
+    assert ann.index_path(tmp_path / "mnemon.db", "other", DIM) != p
+
+
+def test_search_matches_the_exact_scan_on_a_small_store(tmp_path: Path) -> None:
+    store, _, vecs = _store(tmp_path, 400)
+    idx = ann.AnnIndex(store.db, store.path, MODEL, DIM)
+    assert not idx.exists()
+    assert idx.build(threads=1) == 400
+    assert idx.exists() and idx.delta() == 0
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        q = rng.standard_normal(DIM).astype(np.float32)
+        q /= np.linalg.norm(q)
+        keys, cos = idx.search(q, 10)
+        assert [i for i in idx.ids(keys)] == _exact(store, q, 10)  # 400 points, ef 128: the graph finds them all
+        np.testing.assert_allclose(cos, np.sort(vecs @ q)[::-1][:10], rtol=0, atol=1e-5)
+
+
+def test_rows_changed_after_the_build_are_searched_exactly(tmp_path: Path) -> None:
+    store, ids, vecs = _store(tmp_path, 300)
+    idx = ann.AnnIndex(store.db, store.path, MODEL, DIM)
+    idx.build(threads=1)
+    q = vecs[7]
+    # A new insight whose vector is the query itself, and the old best match deleted.
+    with store.transaction():
+        now = "2024-02-01T00:00:00Z"
+        store.insert_insight(Insight(id="fresh", content="fresh", created_at=now, updated_at=now), {"fresh"})
+        store.set_vector("fresh", q, MODEL)
+        store.soft_delete([ids[7]], now)
+    assert idx.delta() == 2
+    keys, cos = idx.search(q, 5)
+    got = idx.ids(keys)
+    assert got[0] == "fresh" and cos[0] == pytest.approx(1.0, abs=1e-6)
+    assert ids[7] not in got
+    assert got == _exact(store, q, 5)
+
+
+def test_refresh_folds_the_delta_into_the_file(tmp_path: Path) -> None:
+    store, ids, vecs = _store(tmp_path, 200)
+    idx = ann.AnnIndex(store.db, store.path, MODEL, DIM)
+    idx.build(threads=1)
+    new = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    with store.transaction():
+        store.set_vector(ids[3], new, MODEL)  # a replaced vector
+        store.soft_delete([ids[4]], "2024-02-01T00:00:00Z")
+    assert idx.delta() == 2
+    assert idx.refresh(threads=1) == 2
+    reader = ann.AnnIndex(store.db, store.path, MODEL, DIM)  # another process's view of the new file
+    assert reader.delta() == 0 and reader.open() and reader.size() == 199
+    keys, cos = reader.search(new, 1)
+    assert reader.ids(keys) == [ids[3]] and cos[0] == pytest.approx(1.0, abs=1e-6)
+    assert ids[4] not in reader.ids(reader.search(vecs[4], 10)[0])
+
+
+def test_other_models_and_dimensions_stay_out(tmp_path: Path) -> None:
+    store, ids, vecs = _store(tmp_path, 50)
+    with store.transaction():
+        store.set_vector(ids[0], np.ones(8, dtype=np.float32), MODEL)  # wrong dimension
+        store.set_vector(ids[1], vecs[1], "other-model")
+    idx = ann.AnnIndex(store.db, store.path, MODEL, DIM)
+    assert idx.build(threads=1) == 48
+    assert not {ids[0], ids[1]} & set(idx.ids(idx.search(vecs[1], 50)[0]))
+
+
+def test_without_usearch_the_index_reports_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "usearch" else real(name, *a))
+    assert ann.available() is False
+    monkeypatch.undo()
+    assert ann.available() is True
