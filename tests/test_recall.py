@@ -475,3 +475,17 @@ def test_threads_sharing_one_memory_get_the_same_answers(mem: Memory):
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda q: mem.recall(q, limit=8).model_dump(mode="json"), queries))
     assert got == [expected[q] for q in queries]
+
+
+def test_graph_version_ignores_access_bumps_but_not_graph_writes(mem: Memory):
+    put(mem, "a", "alpha note", 0)
+    store = mem.store
+    v0 = store.graph_version()
+    with Memory() as other:
+        other.recall("alpha")  # another connection: access bump + oplog row, no graph change
+        assert store.graph_version() == v0
+        other.remember("beta note")  # a graph write elsewhere
+    v1 = store.graph_version()
+    assert v1 != v0
+    mem.link("a", mem.store.find_by_content("beta note"), type="semantic")  # a graph write here
+    assert store.graph_version() != v1

@@ -24,6 +24,7 @@ from .vectors import VectorCache, decode, encode
 
 OPLOG_CAP = 5000
 BUSY_TIMEOUT_MS = 60_000
+_VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
 _INSIGHT_COLS = (
     "id, content, category, importance, tags, entities, source, access_count, created_at, updated_at, "
@@ -573,12 +574,15 @@ class SQLiteStore:
             top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
             top_seq = top[0] if top else 0
             if top_seq > cache.high_water:
-                rows = self.db.execute(
+                cur = self.db.execute(
                     "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
                     "WHERE vec_seq > ? ORDER BY vec_seq",
                     (cache.high_water,),
-                ).fetchall()
-                cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], top_seq)
+                )
+                # In chunks: a first load of a million vectors must not hold every blob at once as well.
+                while rows := cur.fetchmany(_VECTOR_CHUNK):
+                    cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], cache.high_water)
+                cache.apply([], top_seq)
             return cache.snapshot()
 
     def vector_counts(self) -> dict[str, int]:
