@@ -14,6 +14,7 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from ..errors import StoreError
 from ..models import Edge, Insight, OplogEntry
 from .base import NO_FILTERS, Filters, TokenHit
 from .vectors import VectorCache, decode, encode
+
+if TYPE_CHECKING:
+    from .ann import AnnIndex
 
 OPLOG_CAP = 5000
 BUSY_TIMEOUT_MS = 60_000
@@ -248,6 +252,7 @@ class SQLiteStore:
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
+        self._ann: dict[tuple[str, int], AnnIndex] = {}  # mapped HNSW files (store/ann.py), by (model, dim)
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
         try:
@@ -296,6 +301,7 @@ class SQLiteStore:
                 self._depth -= 1
                 self._graph_gen += 1
                 self._vectors.clear()  # it may hold vectors this rollback removes, under sequence numbers reused next
+                self._ann.clear()  # their exact deltas too
                 if self._depth == 0:
                     self._graph_dirty = False
                     self.db.execute("ROLLBACK")
@@ -584,6 +590,19 @@ class SQLiteStore:
                     cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], cache.high_water)
                 cache.apply([], top_seq)
             return cache.snapshot()
+
+    def ann_index(self, model: str, dim: int) -> AnnIndex | None:
+        """The HNSW index beside this database (`store/ann.py`) when it can serve recall's vector signal for
+        (model, dim): usearch installed, the file built, at least `ANN_MIN_ROWS` vectors. None: exact scan."""
+        from . import ann
+
+        with self._lock:
+            idx = self._ann.get((model, dim))
+            if idx is None or not idx.open() or idx.size() < ann.ANN_MIN_ROWS:
+                idx = ann.usable(self.db, self.path, model, dim)
+                if idx is not None:
+                    self._ann[(model, dim)] = idx
+            return idx
 
     def vector_counts(self) -> dict[str, int]:
         rows = self.db.execute(
