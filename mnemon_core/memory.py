@@ -273,7 +273,7 @@ class Memory:
         # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
         from .recall.intent import detect_intent, parse_intent
-        from .recall.pipeline import VectorInput, scope_of, smart_recall
+        from .recall.pipeline import scope_of, smart_recall, vector_input
 
         check_limit(limit)
         if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
@@ -293,9 +293,8 @@ class Memory:
         vectors = None
         emb = self.embedder
         qvecs = self.embed_texts([query], query=True) if emb is not None else None
-        if emb is not None and qvecs is not None:
-            ids, mat = store.vector_matrix(emb.name, int(qvecs.shape[1]))
-            vectors = VectorInput(qvecs[0], ids, mat, emb.calibration)
+        if emb is not None and qvecs is not None:  # the store's ANN index above its threshold, else the matrix
+            vectors = vector_input(store, emb.name, qvecs[0], emb.calibration)
         found = smart_recall(
             store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors
         )

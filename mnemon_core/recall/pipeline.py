@@ -10,8 +10,8 @@ the plain-Python versions of the same steps over ids. They give the same results
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Collection
+from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 
@@ -28,17 +28,39 @@ from .rerank import Scored, rank, rerank, rerank_arrays, top_arrays, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search, beam_search_arrays
 
-__all__ = ["Outcome", "VectorInput", "scope_of", "smart_recall"]
+__all__ = ["AnnSearch", "Outcome", "VectorInput", "scope_of", "smart_recall", "vector_input"]
 
 
 class VectorInput(NamedTuple):
     """The query's unit vector, the store's vectors of the same model (row ids, unit rows) and the model's
-    calibration, which maps raw cosines onto the scale the spec's thresholds were set on."""
+    calibration, which maps raw cosines onto the scale the spec's thresholds were set on.
+
+    With `ann` (a store's HNSW index, `store/ann.py`, used above its size threshold) ids and matrix are empty:
+    the vector signal's top-k comes from the index — approximate, the one place recall is — and the cosine
+    of every other insight recall scores (beam bonus, rerank similarity) is read exactly by id.
+    """
 
     query: np.ndarray
     ids: list[str]
     matrix: np.ndarray
     calibration: Calibration
+    ann: AnnSearch | None = None
+
+
+class AnnSearch(Protocol):
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def ids(self, keys: np.ndarray) -> list[str | None]: ...
+    def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray: ...
+
+
+def vector_input(store: Store, model: str, query: np.ndarray, calibration: Calibration) -> VectorInput:
+    """The vector side of recall for `model`: the store's ANN index when it has a usable one, else the matrix."""
+    index = getattr(store, "ann_index", None)
+    ann = index(model, int(query.shape[0])) if index is not None else None
+    if ann is not None:
+        return VectorInput(query, [], np.zeros((0, int(query.shape[0])), dtype=np.float32), calibration, ann)
+    ids, mat = store.vector_matrix(model, int(query.shape[0]))
+    return VectorInput(query, ids, mat, calibration)
 
 
 class Outcome(NamedTuple):
@@ -51,6 +73,7 @@ class _Signals(NamedTuple):
     keyword: tuple[np.ndarray, np.ndarray]  # (sorted nodes holding a query token, share of the tokens held)
     entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
+    cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -71,7 +94,7 @@ def smart_recall(
     engine: Literal["arrays", "reference"] = "arrays",
 ) -> Outcome:
     view = graph_view(store)
-    if vectors is not None and not vectors.ids:
+    if vectors is not None and not vectors.ids and vectors.ann is None:
         vectors = None
     with view.lock:
         view.sync()
@@ -108,12 +131,20 @@ def _signals(
 
     # Signal 2: vector (calibrated cosine > 0.1), only with a query vector and stored vectors.
     cosines = None
+    cosine_of = None
     vector_rank: list[str] = []
     if vectors is not None:
-        raw = vectors.matrix @ vectors.query.astype(np.float32, copy=False)
-        cosines = np.asarray(vectors.calibration(raw), dtype=np.float64)
         in_scope = (lambda ids: view.in_scope(ids, scope)) if scoped else None
-        vector_rank = vector_ranking(vectors.ids, cosines, k, min_cos=config.vector_min_cos, in_scope=in_scope)
+        if vectors.ann is not None:
+            vector_rank, cosine_of = _ann_signal(view, vectors, vectors.ann, k, config, in_scope)
+        else:
+            raw = vectors.matrix @ vectors.query.astype(np.float32, copy=False)
+            cosines = np.asarray(vectors.calibration(raw), dtype=np.float64)
+            vector_rank = vector_ranking(vectors.ids, cosines, k, min_cos=config.vector_min_cos, in_scope=in_scope)
+            cos_ext = np.append(cosines, 0.0)  # row -1 (no vector) reads the trailing 0
+
+            def cosine_of(nodes: np.ndarray) -> np.ndarray:
+                return cos_ext[view.vector_rows(nodes)]
 
     # Signal 3: recency, always.
     time_rank = [ins.id for ins in store.latest(limit=k, filters=scope)]
@@ -125,7 +156,48 @@ def _signals(
     anchors = fuse(
         {"keyword": keyword_rank, "vector": vector_rank, "time": time_rank, "entity": entity_rank}, config.rrf_k
     )
-    return _Signals(anchors, keyword, entity, cosines)
+    return _Signals(anchors, keyword, entity, cosines, cosine_of)
+
+
+# Candidates asked of the ANN index per anchor slot (more when a scope rejects some).
+ANN_CANDIDATES = 4
+
+
+def _ann_signal(
+    view: GraphView, vectors: VectorInput, ann: AnnSearch, k: int, config: RecallConfig,
+    in_scope: Callable[[list[str]], Collection[str]] | None,
+) -> tuple[list[str], Callable[[np.ndarray], np.ndarray]]:
+    """The vector signal from an ANN index: its nearest candidates ranked as `vector_ranking` ranks the matrix,
+    and a per-query memo of exact cosines by node for the beam bonus and the rerank."""
+    q = vectors.query.astype(np.float32, copy=False)
+    want = k * ANN_CANDIDATES
+    while True:
+        keys, raw = ann.search(q, want)
+        found = ann.ids(keys)
+        ids = [i for i in found if i is not None]
+        cos = np.asarray(vectors.calibration(raw[[i is not None for i in found]]), dtype=np.float64)
+        rank = vector_ranking(ids, cos, k, min_cos=config.vector_min_cos, in_scope=in_scope)
+        if len(rank) >= k or len(keys) < want or (cos.size and cos.min() <= config.vector_min_cos):
+            break
+        want *= 4
+    known = view.intern(ids)
+    memo = np.full(max(view.size(), 1), np.nan, dtype=np.float64)
+    memo[known] = cos
+
+    def cosine_of(nodes: np.ndarray) -> np.ndarray:
+        nonlocal memo
+        if memo.shape[0] < view.size():
+            memo = np.concatenate([memo, np.full(view.size() - memo.shape[0], np.nan)])
+        out = memo[nodes]
+        miss = np.unique(nodes[np.isnan(out)])
+        if miss.size:
+            fresh = ann.cosines([view.ids[n] for n in miss.tolist()], q)
+            cal = np.asarray(vectors.calibration(np.nan_to_num(fresh)), dtype=np.float64)
+            memo[miss] = np.where(np.isnan(fresh), 0.0, cal)  # no vector: 0, as row -1 reads in the matrix path
+            out = memo[nodes]
+        return out
+
+    return rank, cosine_of
 
 
 def _query_entities(store: Store, query: str) -> list[str]:
@@ -168,15 +240,13 @@ def _run_arrays(
         return [], 0
     phi_by_type = config.phi(intent)
     phi = np.array([phi_by_type.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
-    cos_ext = None
     bonus = None
-    if sig.cosines is not None:
-        cos_ext = np.append(sig.cosines, 0.0)  # row -1 (no vector) reads the trailing 0
+    cosine_of = sig.cosine_of
+    if cosine_of is not None:
         lambda2 = config.lambda2
-        cos_pos = np.maximum(0.0, cos_ext)
 
         def bonus(nodes: np.ndarray) -> np.ndarray:
-            return lambda2 * cos_pos[view.vector_rows(nodes)]
+            return lambda2 * np.maximum(0.0, cosine_of(nodes))
 
     params = config.traversal[intent]
     anchor_nodes = view.intern([a.id for a in sig.anchors])
@@ -194,11 +264,11 @@ def _run_arrays(
     nodes = walked.nodes
     keyword = _lookup(*sig.keyword, nodes)
     entity = _lookup(*sig.entity, nodes)
-    similarity = cos_ext[view.vector_rows(nodes)] if cos_ext is not None else None
+    similarity = cosine_of(nodes) if cosine_of is not None else None
     superseded = np.isin(nodes, view.superseded())
     score, graph, sim = rerank_arrays(
         walked.scores,
-        weights=config.rerank_weights[intent].effective(sig.cosines is not None),
+        weights=config.rerank_weights[intent].effective(cosine_of is not None),
         keyword=keyword,
         entity=entity,
         similarity=similarity,
@@ -258,13 +328,11 @@ def _run_reference(
     view: GraphView, sig: _Signals, intent: Intent, scope: Filters, limit: int, config: RecallConfig
 ) -> tuple[list[Scored], int]:
     cosine: Callable[[str], float] | None = None
-    if sig.cosines is not None:
-        cos = sig.cosines
-        rows = view.vector_index()
+    if sig.cosine_of is not None:
+        cos_of = sig.cosine_of
 
         def cosine(id_: str) -> float:
-            r = rows.get(id_)
-            return 0.0 if r is None else float(cos[r])
+            return float(cos_of(view.intern([id_]))[0])
 
     params = config.traversal[intent]
     walked = beam_search(
