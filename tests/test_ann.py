@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mnemon_core import Memory
+from mnemon_core.embed.base import BaseEmbedder, Calibration
 from mnemon_core.models import Insight
 from mnemon_core.store import ann
 from mnemon_core.store.sqlite import SQLiteStore
@@ -113,3 +115,66 @@ def test_without_usearch_the_index_reports_unavailable(monkeypatch: pytest.Monke
     assert ann.available() is False
     monkeypatch.undo()
     assert ann.available() is True
+
+
+# ---------------------------------------------------------------- recall through the index
+
+
+class _Embedder(BaseEmbedder):
+    """16-d vectors: texts sharing their first word point the same way (plus a per-text wobble)."""
+
+    def __init__(self) -> None:
+        super().__init__(MODEL, dimensions=DIM, calibration=Calibration(0.1, 1.0))
+
+    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        out = []
+        for t in texts:
+            head = np.random.default_rng(sum(map(ord, t.split()[0]))).standard_normal(DIM)
+            wobble = np.random.default_rng(sum(map(ord, t)) * 31 + len(t)).standard_normal(DIM)
+            out.append(head + 0.7 * wobble)
+        return np.asarray(out, dtype=np.float32)
+
+    def available(self) -> bool:
+        return True
+
+
+_TOPICS = ["billing", "search", "deploy", "cache", "auth", "mobile"]
+
+
+def _recalls(mem: Memory) -> list[list[tuple[str, float, str, float]]]:
+    out = []
+    for q in ["billing invoices late", "cache warmup", "why did deploy fail", "auth tokens expire", "mobile crash"]:
+        r = mem.recall(q, verbose=True, limit=10)
+        out.append([(h.insight.id, round(h.score, 9), h.via, round(h.signals.similarity, 6)) for h in r.results])
+    return out
+
+
+def test_recall_through_the_index_matches_the_exact_scan(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(embedder=_Embedder()) as mem:
+        for i in range(90):
+            topic = _TOPICS[i % len(_TOPICS)]
+            mem.remember(f"{topic} note {i}: item {i * 7 % 13} changed", category="fact", source=f"s{i % 3}")
+        exact = _recalls(mem)
+        assert mem.store.ann_index(MODEL, DIM) is None  # no file yet
+        idx = ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM)
+        assert idx.build(threads=1) == 90
+        assert mem.store.ann_index(MODEL, DIM) is None  # below ANN_MIN_ROWS: still the exact scan
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    with Memory(embedder=_Embedder()) as mem:
+        assert mem.store.ann_index(MODEL, DIM) is not None
+        via_index = _recalls(mem)
+        assert all(exact)
+        # Same insights, order and labels; scores equal up to float32 rounding (a dot product per row by id
+        # against the matrix-vector product).
+        assert [[(i, v) for i, _, v, _ in r] for r in via_index] == [[(i, v) for i, _, v, _ in r] for r in exact]
+        for got, want in zip(via_index, exact):
+            assert [x[1] for x in got] == pytest.approx([x[1] for x in want], abs=1e-6)
+            assert [x[3] for x in got] == pytest.approx([x[3] for x in want], abs=1e-5)
+        # A vector written after the file: found through the exact delta.
+        mem.remember("zebra crossing painted", category="fact")
+        top = mem.recall("zebra crossing painted", verbose=True).results[0]
+        assert top.insight.content == "zebra crossing painted" and top.signals.similarity == pytest.approx(1.0)
+    monkeypatch.setattr(ann, "available", lambda: False)  # without usearch: the exact scan
+    with Memory(embedder=_Embedder()) as mem:
+        assert mem.store.ann_index(MODEL, DIM) is None
+        assert mem.recall("cache warmup").results

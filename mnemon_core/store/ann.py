@@ -221,3 +221,36 @@ class AnnIndex:
         q = ",".join("?" * len(ks))
         found = dict(self.db.execute(f"SELECT rowid, id FROM insights WHERE rowid IN ({q})", ks).fetchall())
         return [found.get(k) for k in ks]
+
+    def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
+        """Exact cosine of the unit `query` with the current stored vector of each id (NaN without one of this
+        model and dimension): what the matrix scan gives for those rows, read by primary key."""
+        out = np.full(len(ids), np.nan, dtype=np.float32)
+        if not ids:
+            return out
+        at = {id_: i for i, id_ in enumerate(ids)}
+        q = np.asarray(query, dtype=np.float32)
+        for lo in range(0, len(ids), 900):
+            chunk = ids[lo : lo + 900]
+            marks = ",".join("?" * len(chunk))
+            for id_, blob in self.db.execute(
+                f"SELECT id, embedding FROM insights WHERE id IN ({marks}) AND embed_model = ? "
+                "AND length(embedding) = ? AND +deleted_at IS NULL",
+                [*chunk, self.model, 4 * self.dim],
+            ):
+                out[at[id_]] = float(normalise(decode(blob)) @ q)
+        return out
+
+
+def usable(db: sqlite3.Connection, db_path: Path, model: str, dim: int) -> AnnIndex | None:
+    """The index of (model, dim) if usearch is installed, its file exists and it holds at least ANN_MIN_ROWS
+    vectors; None means: use the exact scan."""
+    if not available():
+        return None
+    idx = AnnIndex(db, db_path, model, dim)
+    try:
+        if not idx.open() or idx.size() < ANN_MIN_ROWS:
+            return None
+    except (OSError, ValueError, RuntimeError):  # an unreadable or foreign file: the exact scan still works
+        return None
+    return idx
