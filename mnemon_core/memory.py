@@ -4,7 +4,6 @@ coroutines (store calls run in a worker thread, so the event loop never blocks o
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import json
@@ -570,6 +569,8 @@ class AsyncMemory:
 
     def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
         self.sync = memory if memory is not None else Memory(*args, **kwargs)
+        import asyncio  # here, not at module level: the CLI never needs it
+
         self._lock = asyncio.Lock()
 
     def __getattr__(self, name: str) -> Any:
@@ -577,10 +578,12 @@ class AsyncMemory:
         if not callable(attr) or name.startswith("_"):
             return attr
 
+        from asyncio import to_thread
+
         @functools.wraps(attr)
         async def call(*args: Any, **kwargs: Any) -> Any:
             async with self._lock:
-                return await asyncio.to_thread(attr, *args, **kwargs)
+                return await to_thread(attr, *args, **kwargs)
 
         return call
 
