@@ -619,3 +619,56 @@ def test_buffered_edges_keep_transaction_semantics(pg) -> None:
         assert [e.weight for e in pg.edges_of(["a"])] == [0.7]  # a read sees the batch first
         pg.upsert_edge(good.model_copy(update={"weight": 0.9}))
     assert [e.weight for e in pg.edges_of(["a"])] == [0.9]
+
+
+class _Toy:
+    """A registered-object embedder: hash-seeded 16-d vectors, identity calibration."""
+
+    @staticmethod
+    def make():
+        import hashlib
+
+        from mnemon_core.embed.base import IDENTITY, BaseEmbedder
+
+        class Toy(BaseEmbedder):
+            def __init__(self) -> None:
+                super().__init__("toy-16", dimensions=16, calibration=IDENTITY)
+
+            def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+                out = []
+                for t in texts:
+                    seed = int.from_bytes(hashlib.sha256(t.split()[0].encode()).digest()[:8], "little")
+                    base = np.random.default_rng(seed).standard_normal(16)
+                    noise = np.random.default_rng(len(t)).standard_normal(16) * 0.3
+                    out.append((base + noise).astype(np.float32))
+                return np.stack(out)
+
+            def available(self) -> bool:
+                return True
+
+        return Toy()
+
+
+def test_recall_through_the_hnsw_index_matches_the_matrix(pg_url: str, pg_store_name: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the ANN threshold recall takes its vector signal from the HNSW index (no matrix load); on a small
+    store the index's answer is exact, so the results are the matrix path's."""
+    from mnemon_core import Memory
+    from mnemon_core.store import ann
+
+    topics = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    m = Memory(database_url=pg_url, store=pg_store_name, embedder=_Toy.make())
+    for i in range(60):
+        m.remember(f"{topics[i % 6]} note {i} about item{i % 9} and more", source=f"s{i % 3}")
+    with m.store._conn() as conn:
+        conn.execute(f'ANALYZE "{m.store.schema}".vectors')
+    queries = ["alpha item3", "why delta", "echo note", "charlie item7 more"]
+    exact = [m.recall(q, limit=5).model_dump() for q in queries]
+    assert m.store.ann_index("toy-16", 16) is None  # 60 vectors: below the threshold
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10)
+    assert m.store.ann_index("toy-16", 16) is not None
+    fresh = Memory(database_url=pg_url, store=pg_store_name, embedder=_Toy.make(), readonly=True)
+    assert [fresh.recall(q, limit=5).model_dump() for q in queries] == exact
+    assert fresh.store._vectors == {}  # the matrix was never loaded
+    fresh.close()
+    m.close()

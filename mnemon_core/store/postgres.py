@@ -291,6 +291,39 @@ class _Tx:
         self.edges: list[tuple[Any, ...]] = []
 
 
+class _PgAnn:
+    """Recall's view of a (model, dim) HNSW index (`recall.pipeline.AnnSearch`): keys are positions in the
+    answers this object has given."""
+
+    def __init__(self, store: PostgresStore, model: str, dim: int) -> None:
+        self.store, self.model, self.dim = store, model, dim
+        self._ids: list[str] = []
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.store.nearest(self.model, query, k)
+        start = len(self._ids)
+        self._ids.extend(r[0] for r in rows)
+        return np.arange(start, start + len(rows), dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float32)
+
+    def ids(self, keys: np.ndarray) -> list[str | None]:
+        return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
+
+    def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
+        """Exact cosine with the stored vector of each id (NaN without an active one of this model and dim)."""
+        out = np.full(len(ids), np.nan, dtype=np.float32)
+        if not ids:
+            return out
+        rows = self.store._exec(
+            "SELECT id, 1 - (embedding <=> %s) FROM {s}.vectors WHERE id = ANY(%s::text[]) AND model = %s "
+            "AND vector_dims(embedding) = %s AND active",
+            (np.asarray(query, dtype=np.float32), list(ids), self.model, self.dim),
+        )
+        pos = {id_: i for i, id_ in enumerate(ids)}
+        for id_, cos in rows:
+            out[pos[id_]] = cos
+        return out
+
+
 class PostgresStore:
     """`Store` over one schema of a Postgres database with pgvector."""
 
@@ -838,6 +871,23 @@ class PostgresStore:
             except psycopg.Error as e:
                 raise StoreError(f"vector search failed: {_first_line(e)}", path=self.location) from e
         return [(r[0], float(r[1])) for r in rows]
+
+    def ann_index(self, model: str, dim: int) -> _PgAnn | None:
+        """The HNSW index as recall's vector signal for (model, dim), once it holds at least `ANN_MIN_ROWS`
+        vectors (the threshold the SQLite store's index uses); below that, None: recall scans the matrix,
+        exactly. A fresh process (the CLI) then asks the server for the nearest rows instead of loading them."""
+        from .ann import ANN_MIN_ROWS
+
+        if dim > HNSW_MAX_DIM:
+            return None
+        r = self._one(
+            "SELECT c.reltuples FROM {s}.vector_indexes v JOIN pg_class c ON c.oid = to_regclass(%s || v.index_name) "
+            "WHERE v.model = %s AND v.dim = %s",
+            (self._s + ".", model, dim),
+        )
+        if r is None or (r[0] or 0) < max(1, ANN_MIN_ROWS):  # reltuples: the index's size as of its last build/ANALYZE
+            return None
+        return _PgAnn(self, model, dim)
 
     def ensure_vector_index(self, model: str, dim: int, *, build_mem: str | None = None) -> None:
         """One partial HNSW index (cosine) per embedding model and dimension, made when its first vector is
