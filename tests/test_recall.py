@@ -489,3 +489,19 @@ def test_graph_version_ignores_access_bumps_but_not_graph_writes(mem: Memory):
     assert v1 != v0
     mem.link("a", mem.store.find_by_content("beta note"), type="semantic")  # a graph write here
     assert store.graph_version() != v1
+
+
+def test_the_recall_memo_is_released_with_its_store(data_dir):
+    import gc
+    import weakref
+
+    from mnemon_core.recall.graph import _views
+
+    mem = Memory()
+    put(mem, "a", "alpha note", 0)
+    mem.recall("alpha")
+    ref = weakref.ref(mem.store)
+    assert ref() in _views
+    mem.close()
+    gc.collect()
+    assert ref() is None

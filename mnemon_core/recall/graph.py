@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -38,19 +38,30 @@ def graph_view(store: Store) -> GraphView:
         if view is None:
             view = _views[store] = GraphView(store)
         return view
-    except TypeError:  # a store that cannot be weakly referenced gets a memo per call
+    except TypeError:  # a store that cannot be weakly referenced gets a fresh memo per query
         return GraphView(store)
 
 
 class GraphView:
     def __init__(self, store: Store) -> None:
-        self.store = store
+        # Weak: the memo lives in a WeakKeyDictionary keyed by the store, so it must not keep the store alive.
+        try:
+            self._store: Callable[[], Store | None] = weakref.ref(store)
+        except TypeError:  # not weak-referenceable: then this view is used for one query only
+            self._store = lambda: store
         # One query at a time per memo: a Memory shared by threads must not grow the arrays under a reader.
         self.lock = threading.RLock()
         self._version: Hashable = object()
         self._vec_ids: list[str] = []
         self._vec_row: dict[str, int] = {}
         self._reset()
+
+    @property
+    def store(self) -> Store:
+        store = self._store()
+        if store is None:
+            raise RuntimeError("the store of this recall memo was closed")
+        return store
 
     def _reset(self) -> None:
         self.ids: list[str] = []  # index → id
