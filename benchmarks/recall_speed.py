@@ -260,7 +260,12 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=100)
     a = ap.parse_args()
-    rows = [measure(int(s), a.queries, a.warmup) for s in a.sizes.split(",")]
+    load = [os.getloadavg()[0]]
+    rows = []
+    for size in a.sizes.split(","):
+        rows.append(measure(int(size), a.queries, a.warmup))
+        load.append(os.getloadavg()[0])
+    print(f"load average (1 min) at start and after each size: {', '.join(f'{x:.1f}' for x in load)}")
     print(
         "| insights | recall p50 (warm) | recall p95 (warm) | CPU p50 | numpy top-20 p50 | numpy top-20 p95 "
         "| p50 / p95 lazy memo | first query | preload | anchors | traversed |"
