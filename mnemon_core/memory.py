@@ -209,10 +209,7 @@ class Memory:
             existing = store.find_by_content(inp.content)
             if existing is not None:
                 return self._skip(new_id, inp.content, existing, now)
-        # One pass over the token index serves the diff and the token-overlap candidates.
-        hits = store.token_hits(base_tokens)
-        if not no_diff:
-            suggestion, _ = diff.suggest(store, inp.content, hits, cos)
+            suggestion, _ = diff.suggest(store, inp.content, base_tokens, cos)
         with store.transaction():
             if not no_diff:
                 # Checked again under the write lock: two agents remembering the same text at once.
@@ -238,7 +235,7 @@ class Memory:
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
             edges_created=edges,
-            semantic_candidates=candidates.semantic_candidates(store, ins, hits, len(base_tokens), cos),
+            semantic_candidates=candidates.semantic_candidates(store, ins, base_tokens, cos),
             causal_candidates=candidates.causal_candidates(store, ins), embedded=vector is not None,
             effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
         )
@@ -544,9 +541,7 @@ class Memory:
         if vector is None and emb is not None:
             vecs = self.embed_texts([ins.content])
             vector = vecs[0] if vecs is not None else None
-        base = token_set(ins.content)  # as remember: the content's tokens, the insight itself left out
-        hits = self.store.token_hits(base, exclude=id)
-        return (candidates.semantic_candidates(self.store, ins, hits, len(base), self.cosines(vector)),
+        return (candidates.semantic_candidates(self.store, ins, token_set(ins.content), self.cosines(vector)),
                 candidates.causal_candidates(self.store, ins))
 
 

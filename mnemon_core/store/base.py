@@ -72,9 +72,11 @@ class Store(Protocol):
     # -- tokens and entities (keyword / entity signals)
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None,
+        limit: int | None = None, order: str = "coverage",
     ) -> list[TokenHit]:
-        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best in `rank_by_coverage` order."""
+        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best: in `rank_by_coverage` order,
+        or with `order="overlap"` by hits / min(|tokens|, n_tokens) desc, then id (the token fallback for
+        semantic candidates)."""
         ...
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]: ...
     def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]: ...

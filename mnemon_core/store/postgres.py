@@ -724,9 +724,9 @@ class PostgresStore:
 
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None,
+        limit: int | None = None, order: str = "coverage",
     ) -> list[TokenHit]:
-        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best in `rank_by_coverage` order."""
+        """Active insights holding ≥ 1 of the tokens. With `limit`, only the best (see `Store.token_hits`)."""
         toks = sorted(set(tokens))
         if not toks:
             return []
@@ -742,9 +742,13 @@ class PostgresStore:
         )
         tail: list[Any] = []
         if limit is not None:
-            # rank_by_coverage's order, cut by the server: a common token can match a large share of the store.
-            sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
-            tail = [limit]
+            # Ranked and cut by the server: a common token can match a large share of the store.
+            if order == "overlap":
+                sql += " ORDER BY hits::float8 / greatest(1, least(%s, n_tokens)) DESC, id ASC LIMIT %s"
+                tail = [len(toks), limit]
+            else:
+                sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
+                tail = [limit]
         rows = self._exec(sql, [toks, sorted({term_key(t) for t in toks}), *args, *tail])
         return [TokenHit(*r) for r in rows]
 
@@ -1312,5 +1316,9 @@ def drop_store(url: str, store: str) -> bool:
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
         if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone():
             return False
-        conn.execute('DROP SCHEMA "%s" CASCADE' % name.replace('"', '""'))
+        conn.execute("SET lock_timeout = '30s'")  # fail, not hang, while a session is inside a transaction on it
+        try:
+            conn.execute('DROP SCHEMA "%s" CASCADE' % name.replace('"', '""'))
+        except psycopg.errors.LockNotAvailable as e:
+            raise StoreError(f'cannot drop store "{store}": it is in use ({_first_line(e)})') from e
     return True

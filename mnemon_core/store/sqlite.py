@@ -460,7 +460,7 @@ class SQLiteStore:
 
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
-        limit: int | None = None,
+        limit: int | None = None, order: str = "coverage",
     ) -> list[TokenHit]:
         toks = sorted(set(tokens))
         if not toks:
@@ -470,16 +470,22 @@ class SQLiteStore:
         if exclude is not None:
             where += " AND i.id != ?"
             args.append(exclude)
+        # Count postings per insight first, then join each counted insight once.
         sql = (
-            f"SELECT i.id, count(*) AS hits, i.n_tokens, i.importance, i.created_at FROM ({union}) m "
-            f"JOIN insights i ON i.rowid = m.r WHERE {where} GROUP BY m.r"
+            f"SELECT i.id, m.hits, i.n_tokens, i.importance, i.created_at FROM "
+            f"(SELECT r, count(*) AS hits FROM ({union}) GROUP BY r) m "
+            f"JOIN insights i ON i.rowid = m.r WHERE {where}"
         )
         tail: list[object] = []
         if limit is not None:
-            # rank_by_coverage's order, done by SQLite so that a common token matching thousands of rows does
-            # not cost thousands of Python objects.
-            sql += " ORDER BY hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
-            tail = [limit]
+            # Ranked and cut by SQLite, so that a common token matching thousands of rows does not cost
+            # thousands of Python objects.
+            if order == "overlap":
+                sql += " ORDER BY CAST(m.hits AS REAL) / max(1, min(?, i.n_tokens)) DESC, i.id ASC LIMIT ?"
+                tail = [len(toks), limit]
+            else:
+                sql += " ORDER BY m.hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
+                tail = [limit]
         return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args, *tail])]
 
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:

@@ -7,11 +7,10 @@ Causal: a breadth-first walk over every edge type, both directions, up to 2 hops
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 
 from ..models import CausalCandidate, Insight, SemanticCandidate
-from ..store import Store, TokenHit
+from ..store import Store
 from .causal import causal_signal, suggest_sub_type
 from .constants import (
     CAUSAL_CANDIDATE_HOPS,
@@ -25,29 +24,26 @@ from .semantic import ranked
 
 
 def semantic_candidates(
-    store: Store, new: Insight, hits: list[TokenHit], n_tokens: int, cosines: dict[str, float] | None
+    store: Store, new: Insight, tokens: frozenset[str], cosines: dict[str, float] | None
 ) -> list[SemanticCandidate]:
-    """`hits`: the store's token hits for the new content (taken before the write, so the new insight is not
-    among them); `n_tokens`: the new content's distinct tokens."""
+    """`tokens`: the new content's distinct tokens; `cosines`: calibrated cosines with embedded insights."""
     picks: list[tuple[str, float, bool]] = []
     if cosines:
         picks = [(i, c, c >= SEMANTIC_AUTO_LINK) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_REVIEW]
         picks = picks[:SEMANTIC_REVIEW_MAX]
-    if not picks and hits:
-
-        def overlap(h: TokenHit) -> float:
-            m = min(n_tokens, h.n_tokens)
-            return h.hits / m if m else 0.0
-
-        best = heapq.nsmallest(SEMANTIC_REVIEW_MAX * 2, hits, key=lambda h: (-overlap(h), h.id))
-        picks = [(h.id, overlap(h), False) for h in best if overlap(h) >= SEMANTIC_TOKEN_FALLBACK]
+    if not picks and tokens:
+        for h in store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_REVIEW_MAX, order="overlap"):
+            m = min(len(tokens), h.n_tokens)
+            score = h.hits / m if m else 0.0
+            if score >= SEMANTIC_TOKEN_FALLBACK:
+                picks.append((h.id, score, False))
     rows = store.get_insights([p[0] for p in picks])
     return [
         SemanticCandidate(id=i, content=rows[i].content, category=rows[i].category, cosine=round(c, 4),
                           auto_linked=auto)
         for i, c, auto in picks
-        if i in rows  # pruned in the same write: skipped
-    ][:SEMANTIC_REVIEW_MAX]
+        if i in rows
+    ]
 
 
 def causal_candidates(store: Store, new: Insight) -> list[CausalCandidate]:

@@ -7,11 +7,10 @@ ADD / UPDATE / CONFLICT / DUPLICATE label is advice for the host LLM, computed f
 
 from __future__ import annotations
 
-import heapq
 import re
 from dataclasses import dataclass
 
-from ..store import Store, TokenHit
+from ..store import Store
 from ..text import jaccard, token_set
 from .constants import (
     DIFF_ADD_BELOW,
@@ -59,26 +58,25 @@ def _polarity(text: str) -> int:
 def suggest(
     store: Store,
     content: str,
-    hits: list[TokenHit],
+    tokens: frozenset[str],
     cosines: dict[str, float] | None = None,
 ) -> tuple[str, list[DiffMatch]]:
-    """The advisory label and the matches behind it. `hits`: the store's token hits for the new content;
-    `cosines`: calibrated cosine of the new vector with each embedded active insight (absent without vectors)."""
-    # Top 5 by keyword coverage, ties → higher importance (then id, for a stable choice).
-    top = [h.id for h in heapq.nsmallest(DIFF_CANDIDATES, hits, key=lambda h: (-h.hits, -h.importance, h.id))]
+    """The advisory label and the matches behind it. `tokens`: the new content's tokens; `cosines`: calibrated
+    cosine of the new vector with each embedded active insight (absent without vectors)."""
+    # Top 5 by keyword coverage, ties → higher importance.
+    top = [h.id for h in store.token_hits(tokens, limit=DIFF_CANDIDATES)]
     cos = cosines or {}
     extra = []
     if cos:
         extra = [i for i, c in sorted(cos.items(), key=lambda kv: (-kv[1], kv[0])) if c >= DIFF_COSINE_ONLY]
         extra = [i for i in extra if i not in top][:DIFF_CANDIDATES]
     rows = store.get_insights(top + extra)
-    new_content_tokens = token_set(content)
     matches: list[DiffMatch] = []
     for id_ in top + extra:
         ins = rows.get(id_)
         if ins is None:
             continue
-        tok = jaccard(new_content_tokens, token_set(ins.content))
+        tok = jaccard(tokens, token_set(ins.content))
         sim = tok
         c = cos.get(id_)
         if c is not None and c >= DIFF_COSINE_GATE and c > sim:
