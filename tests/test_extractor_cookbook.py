@@ -54,9 +54,10 @@ def test_judge_causal_offline(tmp_path: Path):
     assert ("causal neighbours of the decision: ['Filtered vector queries on Milvus took 900 ms at p95 in the "
             "March benchmark']") in out
     recall = out.split("recall 'why did the search service move to Qdrant?'\n", 1)[1].splitlines()
+    # WHY order: the judged cause comes before its effect.
     assert [line.split("] ", 1)[1] for line in recall] == [
-        "The search service moved from Milvus to Qdrant in April",
         "Filtered vector queries on Milvus took 900 ms at p95 in the March benchmark",
+        "The search service moved from Milvus to Qdrant in April",
     ]
     assert all("[WHY/causal]" in line for line in recall)
 
