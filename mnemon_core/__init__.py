@@ -36,7 +36,10 @@ _EXPORTS = {
     "ImportDraft": "draft",
     "ImportItem": "draft",
     "ImportResult": "draft",
+    "BriefHit": "recall.results",
     "BriefRecallResult": "recall.results",
+    "RecallMeta": "recall.results",
+    "Signals": "recall.results",
     "RecallHit": "recall.results",
     "RecallResult": "recall.results",
     "VerboseHit": "recall.results",
@@ -70,7 +73,16 @@ if TYPE_CHECKING:
     from .config import Settings
     from .draft import DraftEdge, DraftInsight, ImportDraft, ImportItem, ImportResult
     from .embed_ops import EmbedStatus
-    from .recall.results import BriefRecallResult, RecallHit, RecallResult, VerboseHit, VerboseRecallResult
+    from .recall.results import (
+        BriefHit,
+        BriefRecallResult,
+        RecallHit,
+        RecallMeta,
+        RecallResult,
+        Signals,
+        VerboseHit,
+        VerboseRecallResult,
+    )
     from .errors import EmbedderError, MnemonError, NotFoundError, ReadOnlyError, StoreError, ValidationError
     from .memory import AsyncMemory, Memory
     from .models import (
