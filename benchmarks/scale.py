@@ -30,6 +30,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
+from mnemon_core.store.ann import ANN_MIN_ROWS
+
 ROOT = synth.ROOT
 OPTS = synth.Options(seed=7, words=(12, 36), topics=1000, batch=5000)
 RESULTS = ROOT / "benchmarks" / "results"
@@ -85,6 +87,13 @@ def brute_top20(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     return top[np.argsort(-sims[top])]
 
 
+def exact_only(on: bool) -> None:
+    """Hide the HNSW index from recall (the exact matrix scan at every size) or show it again."""
+    from mnemon_core.store import ann
+
+    ann.ANN_MIN_ROWS = 1 << 62 if on else ANN_MIN_ROWS
+
+
 def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
     from mnemon_core import Memory
     from mnemon_core.recall import pipeline
@@ -118,6 +127,7 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
     st.wrap(SQLiteStore, "vector_matrix", "vector matrix (refresh + snapshot)")
     st.wrap(pipeline, "_signals", "anchors (all four signals)")
     st.wrap(pipeline, "vector_ranking", "vector top-k selection")
+    st.wrap(pipeline, "_ann_signal", "vector signal via the HNSW index")
     st.wrap(GraphView, "postings", "keyword/entity postings")
     st.wrap(pipeline, "_shares", "keyword/entity shares")
     st.wrap(pipeline, "_top", "keyword/entity top-k")
@@ -140,7 +150,7 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
     stages = {k: synth.pct(v, 50) for k, v in st.ms.items()}
     return {
         "n": n, "build_s": info["build_s"], "build_rss_mb": info.get("peak_rss_mb"),
-        "db_mb": sum(p.stat().st_size for p in db.parent.glob("mnemon.*") if p.suffix != ".json") / 1e6,
+        "db_mb": sum(p.stat().st_size for p in db.parent.glob("mnemon.db*")) / 1e6,  # with -wal / -shm
         "first_ms": first, "p50": synth.pct(lat, 50), "p95": synth.pct(lat, 95), "cpu_p50": synth.pct(cpu, 50),
         "brute_p50": synth.pct(brute, 50), "brute_p95": synth.pct(brute, 95), "stages_p50": stages,
         "queries": count, "lazy_p50": synth.pct(lazy, 50), "lazy_p95": synth.pct(lazy, 95),
@@ -148,14 +158,16 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
     }
 
 
-def remember_p50(n: int, count: int) -> float:
-    """remember p50 (ms) on a scratch copy of the store (the cached one stays as built)."""
+def remember_p50(n: int, count: int, in_place: bool = False) -> float:
+    """remember p50 (ms) on a scratch copy of the store (the cached one stays as built), or with `in_place` on
+    the store itself (a 12 GB copy costs more than the measurement; run last, it adds count + 1 insights)."""
     from mnemon_core import Memory
 
     src = data_dir(n)
     with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
-        dst = Path(tmp) / "copy"
-        shutil.copytree(src, dst)
+        dst = src if in_place else Path(tmp) / "copy"
+        if not in_place:
+            shutil.copytree(src, dst)
         emb = synth.PresetEmbedder()
         mem = Memory(data_dir=dst, store="default", embedder=emb)
         mem.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
@@ -175,6 +187,9 @@ sys.path.insert(0, {bench!r})
 import numpy as np
 import synth, scale
 from mnemon_core import Memory
+from mnemon_core.store import ann
+if {exact}:
+    ann.ANN_MIN_ROWS = 1 << 62
 n = {n}
 emb = synth.PresetEmbedder()
 texts = scale.preset(emb, n, {count}, seed=n + 2)
@@ -188,10 +203,10 @@ print(json.dumps({{"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss 
 """
 
 
-def fresh_process(n: int, count: int = 20) -> dict[str, float]:
+def fresh_process(n: int, exact: bool, count: int = 20) -> dict[str, float]:
     """Peak RSS of a fresh process that runs `count` recalls with preset vectors (and its first query's time)."""
     d = data_dir(n)
-    code = _RSS_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, d=str(d))
+    code = _RSS_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, d=str(d), exact=exact)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -211,6 +226,72 @@ def cold_cli(n: int, runs: int = 5) -> float:
     return synth.pct(out, 50)
 
 
+_ANN_CHILD = """
+import json, resource, sys, time
+sys.path.insert(0, {bench!r})
+import numpy as np
+import synth, scale
+from mnemon_core.store import ann
+from mnemon_core.store.sqlite import SQLiteStore
+n = {n}
+emb = synth.PresetEmbedder()
+texts = scale.preset(emb, n, {count}, seed=n + 4)
+store = SQLiteStore({db!r}, readonly=True)
+idx = ann.AnnIndex(store.db, store.path, synth.MODEL, synth.DIM)
+t = time.perf_counter()
+idx.search(emb.preset[texts[0]], 20)
+first = time.perf_counter() - t
+lat, found = [], []
+for q in texts:
+    t = time.perf_counter()
+    keys, cos = idx.search(emb.preset[q], 20)
+    ids = idx.ids(keys)
+    lat.append((time.perf_counter() - t) * 1000)
+    found.append(ids)
+print(json.dumps({{"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "first_ms": first * 1000,
+                  "lat": lat, "found": found}}))
+"""
+
+
+def ann_measure(n: int, count: int = 200) -> dict[str, float]:
+    """The HNSW index (store/ann.py) against the exact scan: build time, file size, top-20 search p50/p95 and
+    peak RSS in a fresh process (memory-mapped file), recall@20 against the exact top-20 of the same vectors."""
+    from mnemon_core.store import ann
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    db = data_dir(n) / "data" / "default" / "mnemon.db"
+    store = SQLiteStore(db, readonly=True)
+    idx = ann.AnnIndex(store.db, db, synth.MODEL, synth.DIM)
+    build_s = None
+    if not idx.exists():
+        t = time.perf_counter()
+        idx.build()
+        build_s = time.perf_counter() - t
+        Path(str(idx.path) + ".build_s").write_text(f"{build_s}")
+    else:
+        build_s = float(Path(str(idx.path) + ".build_s").read_text())
+    store.close()
+    code = _ANN_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, db=str(db))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    emb = synth.PresetEmbedder()
+    texts = preset(emb, n, count, seed=n + 4)
+    hits, exact_ms = [], []
+    mat = synth.vectors(n, OPTS)
+    for q, found in zip(texts, child["found"]):
+        t = time.perf_counter()
+        top = brute_top20(mat, emb.preset[q])
+        exact_ms.append((time.perf_counter() - t) * 1000)
+        got = {int(i[:8]) for i in found if i is not None}  # synth ids open with the row index
+        hits.append(len(got & set(top.tolist())) / 20)
+    return {
+        "ann_build_s": build_s, "ann_file_mb": idx.path.stat().st_size / 1e6, "ann_p50": synth.pct(child["lat"], 50),
+        "ann_p95": synth.pct(child["lat"], 95), "ann_first_ms": child["first_ms"], "ann_rss_mb": child["rss_mb"],
+        "ann_recall20": float(np.mean(hits)), "exact_p50": synth.pct(exact_ms, 50),
+    }
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -219,9 +300,18 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     ns = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(ns, [r["p50"] for r in rows], "o-", label="recall p50 (warm, in-process)")
-    ax.plot(ns, [r["p95"] for r in rows], "o--", label="recall p95")
+    ax.plot(ns, [r["p50"] for r in rows], "o-", color="C0", label="recall p50 (warm, in-process, exact scan)")
+    ax.plot(ns, [r["p95"] for r in rows], "o--", color="C1", label="recall p95 (exact scan)")
+    ann = [r for r in rows if "via_ann" in r]
+    if ann:
+        ax.plot([r["n"] for r in ann], [r["via_ann"]["p50"] for r in ann], "D", color="C0", markersize=9,
+                label="recall p50 through the HNSW index")
+        ax.plot([r["n"] for r in ann], [r["via_ann"]["p95"] for r in ann], "d", color="C1", markersize=9,
+                label="recall p95 through the HNSW index")
     ax.plot(ns, [r["brute_p50"] for r in rows], "s-", label="numpy brute-force top-20 p50")
+    hnsw = [r for r in rows if "ann_p50" in r]
+    if hnsw:
+        ax.plot([r["n"] for r in hnsw], [r["ann_p50"] for r in hnsw], "v:", label="HNSW top-20 search p50 (alone)")
     if all("remember_p50" in r for r in rows):
         ax.plot(ns, [r["remember_p50"] for r in rows], "^-", label="remember p50")
     ax.plot([1e4, 1e6], [5, 50], "k*", markersize=12, label="targets (5 ms @ 10k, 50 ms @ 1M)")
@@ -242,24 +332,46 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--preload-max", type=int, default=100_000, help="preload the graph memo up to this size")
+    ap.add_argument("--ann-min", type=int, default=100_000, help="measure the HNSW index from this size")
+    ap.add_argument("--ann-only", action="store_true", help="only the HNSW measurement (merged into --out)")
+    ap.add_argument("--remember-in-place", type=int, default=1_000_000, help="from this size remember runs on "
+                    "the cached store itself, last")
     ap.add_argument("--remember", type=int, default=30, help="remember calls per size (0: skip)")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "mnemon-scale.json"))
     ap.add_argument("--plot", metavar="JSON", help="only draw the plot from saved rows")
     a = ap.parse_args()
-    if a.plot:
-        plot(json.loads(Path(a.plot).read_text()), RESULTS / "scale_latency.png")
+    if a.plot:  # one or more saved JSON files, comma-separated
+        merged = {r["n"]: r for f in a.plot.split(",") for r in json.loads(Path(f).read_text())}
+        plot(sorted(merged.values(), key=lambda r: r["n"]), RESULTS / "scale_latency.png")
         return
     saved = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else []
     rows = {r["n"]: r for r in saved}
     for s in a.sizes.split(","):
         n = int(s)
+        if a.ann_only:
+            rows.setdefault(n, {"n": n}).update(ann_measure(n))
+            print(json.dumps(rows[n]), file=sys.stderr, flush=True)
+            Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
+            continue
+        exact_only(True)
         r = measure(n, a.queries, a.warmup, preload=n <= a.preload_max)
-        r.update(fresh_process(n))
+        r.update(fresh_process(n, exact=True))
+        exact_only(False)
         r["vec_mb"] = n * synth.DIM * 4 / 1e6
-        if a.remember:
+        if a.remember and n < a.remember_in_place:
             r["remember_p50"] = remember_p50(n, a.remember)
         if n == 10_000:
             r["cold_cli_s"] = cold_cli(n)
+        if n >= a.ann_min:
+            r.update(ann_measure(n))
+        if n >= ANN_MIN_ROWS:  # recall through the index (what the engine does at this size with usearch)
+            via = measure(n, a.queries, a.warmup, preload=False)
+            via.update(fresh_process(n, exact=False))
+            r["via_ann"] = {k: via[k] for k in ("p50", "p95", "cpu_p50", "lazy_p50", "first_ms", "stages_p50",
+                                                "rss_mb", "first_s", "brute_p50")}
+        if a.remember and n >= a.remember_in_place:
+            r["remember_p50"] = remember_p50(n, a.remember, in_place=True)
+            r["remember_in_place"] = True
         rows[n] = r
         print(json.dumps(r), file=sys.stderr, flush=True)
         Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))

@@ -297,8 +297,8 @@ def queries(n: int, count: int, seed: int, build_seed: int = 7) -> list[tuple[st
 
 def query_vector(target: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A unit vector with cosine ≈ 0.6 to `target` (a noisy copy)."""
-    v = target + rng.standard_normal(DIM).astype(np.float32) * (1.33 / np.sqrt(DIM))
-    return v / np.linalg.norm(v)
+    v = target + rng.standard_normal(DIM).astype(np.float32) * np.float32(1.33 / np.sqrt(DIM))
+    return (v / np.linalg.norm(v)).astype(np.float32)  # float32: a float64 query upcasts the whole matrix
 
 
 def pct(xs: list[float], p: float) -> float:
