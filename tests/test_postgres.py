@@ -122,6 +122,7 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
         for n in (1, 2, 10):
             assert same(lambda s: s.token_hits(q, filters=f, exclude=ex, limit=n)) == rank_by_coverage(
                 sq.token_hits(q, filters=f, exclude=ex))[:n]
+            same(lambda s: s.token_hits(q, filters=f, exclude=ex, limit=n, order="overlap"))
         assert all(h.id != "g" for h in hits)
     assert [h.id for h in pg.token_hits([LONG])] == ["e"]
     same(lambda s: s.insight_tokens(["a", "c", "g"]))
