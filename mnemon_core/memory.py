@@ -211,6 +211,8 @@ class Memory:
                 return self._skip(new_id, inp.content, existing, now)
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, cos)
         with store.transaction():
+            # Timestamps from under the write lock, so concurrent writers' temporal chains stay linear.
+            now, ts = self._now()
             if not no_diff:
                 # Checked again under the write lock: two agents remembering the same text at once.
                 existing = store.find_by_content(inp.content)

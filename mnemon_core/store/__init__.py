@@ -12,7 +12,9 @@ def open_store(settings: Settings) -> Store:
     if settings.database_url:
         from .postgres import PostgresStore  # lazy: psycopg is an extra
 
-        return PostgresStore(settings.database_url, store=settings.store, readonly=settings.readonly)
+        # Long-lived processes (MCP server, framework apps) share a pool; a CLI call needs one connection.
+        return PostgresStore(settings.database_url, store=settings.store, readonly=settings.readonly,
+                             pool=settings.origin != "cli")
     from .sqlite import SQLiteStore
 
     migrate_legacy(settings)
