@@ -14,7 +14,7 @@ from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory, NotFoundError
 
-from ._common import chunks, open_memory, recall_hits
+from mnemon_core.faces import chunks, open_memory, recall_hits
 from .retrievers import format_documents, to_documents
 
 try:

@@ -12,8 +12,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-
-from ._common import hit_metadata, open_memory, recall_hits
+from mnemon_core.faces import hit_metadata, open_memory, recall_hits
 
 # Per-call overrides `invoke(query, k=3, intent="WHY", …)` accepts; anything else LangChain passes is ignored.
 CALL_OPTIONS = ("k", "intent", "category", "source")

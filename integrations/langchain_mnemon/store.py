@@ -46,7 +46,7 @@ from langgraph.store.base import (
 from mnemon_core import Insight, Memory, NotFoundError, Settings
 from mnemon_core.stores import list_stores
 
-from ._common import recall_hits
+from mnemon_core.faces import recall_hits
 
 KEY_TAG = "lgkey:"  # its token `lgkey` is also what every item shares, for listing
 HASH_TAG = "lgk"

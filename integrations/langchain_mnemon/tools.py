@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mnemon_core import AsyncMemory, Memory, MnemonError
 
-from ._common import open_memory
+from mnemon_core.faces import open_memory
 
 CategoryName = Literal["preference", "decision", "fact", "insight", "context", "general"]
 IntentName = Literal["WHY", "WHEN", "ENTITY", "GENERAL"]

@@ -15,8 +15,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-
-from ._common import chunks, hit_metadata, open_memory, recall_hits
+from mnemon_core.faces import chunks, hit_metadata, open_memory, recall_hits
 
 # Roles whose flushed messages are remembered: what the user and the assistant said, not system prompts or
 # tool traffic.

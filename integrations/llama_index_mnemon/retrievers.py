@@ -11,8 +11,10 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from mnemon_core import AsyncMemory, Memory
+from mnemon_core.faces import hit_metadata, open_memory, recall_hits
 
-from ._common import LLM_METADATA_KEYS, hit_metadata, open_memory, recall_hits
+# What an LLM sees of a node besides its text: when and what kind; the rest is for code.
+LLM_METADATA_KEYS = ("category", "created_at")
 
 
 class MnemonRetriever(BaseRetriever):

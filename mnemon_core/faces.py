@@ -1,6 +1,5 @@
-"""What every LangChain face shares: opening the memory, reading a verbose recall, cutting long text.
-
-No engine logic lives here: recall, ranking and writing are `Memory`'s; this module only adapts shapes.
+"""What the framework faces (LangChain, LlamaIndex) share: opening the memory, reading a verbose recall,
+cutting long text. No engine logic lives here and no framework is imported: it only adapts shapes.
 """
 
 from __future__ import annotations
@@ -9,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mnemon_core import AsyncMemory, Memory
+from .memory import AsyncMemory, Memory
 
 # The write pipeline's content ceiling (reference §3.1); longer messages are saved in several insights.
-from mnemon_core.write.constants import MAX_CONTENT_BYTES
+from .write.constants import MAX_CONTENT_BYTES
 
 # Keys every recalled memory carries in its metadata, in this order.
 METADATA_KEYS = ("id", "category", "importance", "score", "intent", "via", "signals", "created_at")
