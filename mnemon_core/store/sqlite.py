@@ -36,6 +36,19 @@ _INSIGHT_COLS = (
 )
 
 
+# One edge per ordered pair and type; m001 creates it, m002 rebuilds an older table into it.
+EDGES_DDL = """
+    CREATE TABLE IF NOT EXISTS edges (
+        source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+        target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+        edge_type TEXT NOT NULL CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+        weight REAL DEFAULT 1.0,
+        metadata TEXT DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (source_id, target_id, edge_type)
+    )"""
+
+
 def _script(db: sqlite3.Connection, sql: str) -> None:
     """Run DDL statements one by one: `executescript` would commit the migration's open transaction."""
     for stmt in sql.split(";"):
@@ -44,7 +57,8 @@ def _script(db: sqlite3.Connection, sql: str) -> None:
 
 
 def _m001_initial(db: sqlite3.Connection) -> None:
-    _script(db, 
+    _script(
+        db,
         """
         CREATE TABLE IF NOT EXISTS insights (
             id TEXT PRIMARY KEY,
@@ -59,16 +73,7 @@ def _m001_initial(db: sqlite3.Connection) -> None:
             updated_at TEXT NOT NULL,
             deleted_at TEXT
         );
-        CREATE TABLE IF NOT EXISTS edges (
-            source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-            target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-            edge_type TEXT NOT NULL
-                CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
-            weight REAL DEFAULT 1.0,
-            metadata TEXT DEFAULT '{}',
-            created_at TEXT NOT NULL,
-            PRIMARY KEY (source_id, target_id, edge_type)
-        );
+        """ + EDGES_DDL + """;
         CREATE TABLE IF NOT EXISTS oplog (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             operation TEXT NOT NULL,
@@ -102,20 +107,12 @@ def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
     # An edges table from an older release may not accept 'supersedes' (or still accept 'narrative').
     sql = db.execute("SELECT sql FROM sqlite_master WHERE name='edges'").fetchone()[0]
     if "supersedes" not in sql or "narrative" in sql:
-        _script(db, 
+        _script(
+            db,
             """
             DELETE FROM edges WHERE edge_type NOT IN ('temporal','semantic','causal','entity');
             ALTER TABLE edges RENAME TO edges_old;
-            CREATE TABLE edges (
-                source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-                target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-                edge_type TEXT NOT NULL
-                    CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
-                weight REAL DEFAULT 1.0,
-                metadata TEXT DEFAULT '{}',
-                created_at TEXT NOT NULL,
-                PRIMARY KEY (source_id, target_id, edge_type)
-            );
+            """ + EDGES_DDL + """;
             INSERT INTO edges SELECT * FROM edges_old;
             DROP TABLE edges_old;
             """
@@ -127,7 +124,7 @@ def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
 
 
 def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
-    _script(db, 
+    _script(
         """
         CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category);
         CREATE INDEX IF NOT EXISTS idx_insights_importance ON insights(importance);
