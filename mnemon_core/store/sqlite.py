@@ -125,6 +125,7 @@ def _m002_lifecycle_columns(db: sqlite3.Connection) -> None:
 
 def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
     _script(
+        db,
         """
         CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category);
         CREATE INDEX IF NOT EXISTS idx_insights_importance ON insights(importance);
