@@ -47,7 +47,7 @@ from .store import Store, open_store
 from .text import coverage, token_set
 from .timeutil import days_since, iso
 from .write import candidates, diff
-from .write.constants import SEMANTIC_REVIEW
+from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_remember
 
@@ -209,7 +209,10 @@ class Memory:
             existing = store.find_by_content(inp.content)
             if existing is not None:
                 return self._skip(new_id, inp.content, existing, now)
-            suggestion, _ = diff.suggest(store, inp.content, base_tokens, cos)
+        # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
+        by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
+        if not no_diff:
+            suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
         with store.transaction():
             # Timestamps from under the write lock, so concurrent writers' temporal chains stay linear.
             now, ts = self._now()
@@ -237,7 +240,7 @@ class Memory:
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
             edges_created=edges,
-            semantic_candidates=candidates.semantic_candidates(store, ins, base_tokens, cos),
+            semantic_candidates=candidates.semantic_candidates(store, ins, base_tokens, cos, by_overlap),
             causal_candidates=candidates.causal_candidates(store, ins), embedded=vector is not None,
             effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
         )

@@ -752,6 +752,9 @@ class PostgresStore:
         rows = self._exec(sql, [toks, sorted({term_key(t) for t in toks}), *args, *tail])
         return [TokenHit(*r) for r in rows]
 
+    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
+        return self.token_hits(tokens, limit=limit), self.token_hits(tokens, limit=limit, order="overlap")
+
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))
         if not ids:

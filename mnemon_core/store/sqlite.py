@@ -486,6 +486,25 @@ class SQLiteStore:
                 tail = [limit]
         return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args, *tail])]
 
+    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
+        toks = sorted(set(tokens))
+        if not toks:
+            return [], []
+        where, args = _where(NO_FILTERS, "i")
+        # The postings are counted once (the costly part) and ranked twice.
+        sql = (
+            f"WITH j AS MATERIALIZED (SELECT i.id, m.hits, i.n_tokens, i.importance, i.created_at FROM "
+            f"(SELECT r, count(*) AS hits FROM ({_match_union(len(toks))}) GROUP BY r) m "
+            f"JOIN insights i ON i.rowid = m.r WHERE {where}) "
+            "SELECT 0, * FROM (SELECT * FROM j ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT ?) "
+            "UNION ALL SELECT 1, * FROM (SELECT * FROM j "
+            "ORDER BY CAST(hits AS REAL) / max(1, min(?, n_tokens)) DESC, id ASC LIMIT ?)"
+        )
+        tops: tuple[list[TokenHit], list[TokenHit]] = ([], [])
+        for which, *row in self.db.execute(sql, [*map(_fts_phrase, toks), *args, limit, len(toks), limit]):
+            tops[which].append(TokenHit(*row))
+        return tops
+
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         out: dict[str, frozenset[str]] = {}
         ids = list(dict.fromkeys(ids))

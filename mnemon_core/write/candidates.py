@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 
 from ..models import CausalCandidate, Insight, SemanticCandidate
-from ..store import Store
+from ..store import Store, TokenHit
 from .causal import causal_signal, suggest_sub_type
 from .constants import (
     CAUSAL_CANDIDATE_HOPS,
@@ -24,15 +24,21 @@ from .semantic import ranked
 
 
 def semantic_candidates(
-    store: Store, new: Insight, tokens: frozenset[str], cosines: dict[str, float] | None
+    store: Store, new: Insight, tokens: frozenset[str], cosines: dict[str, float] | None,
+    by_overlap: list[TokenHit] | None = None,
 ) -> list[SemanticCandidate]:
-    """`tokens`: the new content's distinct tokens; `cosines`: calibrated cosines with embedded insights."""
+    """`tokens`: the new content's distinct tokens; `cosines`: calibrated cosines with embedded insights;
+    `by_overlap`: the token-overlap ranking if the caller already has it (`Store.token_tops`)."""
     picks: list[tuple[str, float, bool]] = []
     if cosines:
         picks = [(i, c, c >= SEMANTIC_AUTO_LINK) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_REVIEW]
         picks = picks[:SEMANTIC_REVIEW_MAX]
     if not picks and tokens:
-        for h in store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_REVIEW_MAX, order="overlap"):
+        if by_overlap is None:
+            by_overlap = store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_REVIEW_MAX, order="overlap")
+        for h in by_overlap[:SEMANTIC_REVIEW_MAX]:
+            if h.id == new.id:
+                continue
             m = min(len(tokens), h.n_tokens)
             score = h.hits / m if m else 0.0
             if score >= SEMANTIC_TOKEN_FALLBACK:

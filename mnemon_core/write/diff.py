@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..store import Store
+from ..store import Store, TokenHit
 from ..text import jaccard, token_set
 from .constants import (
     DIFF_ADD_BELOW,
@@ -59,12 +59,14 @@ def suggest(
     store: Store,
     content: str,
     tokens: frozenset[str],
+    by_coverage: list[TokenHit],
     cosines: dict[str, float] | None = None,
 ) -> tuple[str, list[DiffMatch]]:
-    """The advisory label and the matches behind it. `tokens`: the new content's tokens; `cosines`: calibrated
-    cosine of the new vector with each embedded active insight (absent without vectors)."""
+    """The advisory label and the matches behind it. `tokens`: the new content's tokens; `by_coverage`: the
+    insights holding most of them (`Store.token_tops`); `cosines`: calibrated cosine of the new vector with each
+    embedded active insight (absent without vectors)."""
     # Top 5 by keyword coverage, ties → higher importance.
-    top = [h.id for h in store.token_hits(tokens, limit=DIFF_CANDIDATES)]
+    top = [h.id for h in by_coverage[:DIFF_CANDIDATES]]
     cos = cosines or {}
     extra = []
     if cos:
