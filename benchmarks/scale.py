@@ -81,10 +81,39 @@ class Stages:
             u()
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM). Not ru_maxrss: on Linux it carries over fork + exec, so a
+    child started by a big parent would report the parent's size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def brute_top20(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     sims = mat @ q
     top = np.argpartition(sims, -20)[-20:]
     return top[np.argsort(-sims[top])]
+
+
+def save_preset(n: int, count: int, seed: int) -> str:
+    """Query texts and vectors in a file for a child process (drawing them there would put the generator's
+    chunk of vectors into the child's peak RSS)."""
+    emb = synth.PresetEmbedder()
+    texts = preset(emb, n, count, seed)
+    fd, path = tempfile.mkstemp(suffix=".npz", dir=synth.CACHE)
+    os.close(fd)
+    np.savez(path, texts=np.array(texts), vecs=np.stack([emb.preset[t] for t in texts]))
+    return path
+
+
+def load_preset(emb: synth.PresetEmbedder, path: str) -> list[str]:
+    data = np.load(path)
+    texts = [str(t) for t in data["texts"]]
+    emb.preset.update(zip(texts, data["vecs"]))
+    return texts
 
 
 def exact_only(on: bool) -> None:
@@ -192,23 +221,27 @@ if {exact}:
     ann.ANN_MIN_ROWS = 1 << 62
 n = {n}
 emb = synth.PresetEmbedder()
-texts = scale.preset(emb, n, {count}, seed=n + 2)
+texts = scale.load_preset(emb, {qfile!r})
 t = time.perf_counter()
 mem = Memory(data_dir={d!r}, store="default", embedder=emb)
 mem.recall(texts[0])
 first = time.perf_counter() - t
 for q in texts[1:]:
     mem.recall(q)
-print(json.dumps({{"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "first_s": first}}))
+print(json.dumps({{"rss_mb": scale.peak_rss_mb(), "first_s": first}}))
 """
 
 
 def fresh_process(n: int, exact: bool, count: int = 20) -> dict[str, float]:
     """Peak RSS of a fresh process that runs `count` recalls with preset vectors (and its first query's time)."""
     d = data_dir(n)
-    code = _RSS_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, d=str(d), exact=exact)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    qfile = save_preset(n, count, seed=n + 2)
+    code = _RSS_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, d=str(d), exact=exact, qfile=qfile)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.unlink(qfile)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -235,7 +268,7 @@ from mnemon_core.store import ann
 from mnemon_core.store.sqlite import SQLiteStore
 n = {n}
 emb = synth.PresetEmbedder()
-texts = scale.preset(emb, n, {count}, seed=n + 4)
+texts = scale.load_preset(emb, {qfile!r})
 store = SQLiteStore({db!r}, readonly=True)
 idx = ann.AnnIndex(store.db, store.path, synth.MODEL, synth.DIM)
 t = time.perf_counter()
@@ -248,7 +281,7 @@ for q in texts:
     ids = idx.ids(keys)
     lat.append((time.perf_counter() - t) * 1000)
     found.append(ids)
-print(json.dumps({{"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "first_ms": first * 1000,
+print(json.dumps({{"rss_mb": scale.peak_rss_mb(), "first_ms": first * 1000,
                   "lat": lat, "found": found}}))
 """
 
@@ -265,15 +298,19 @@ def ann_measure(n: int, count: int = 200) -> dict[str, float]:
     build_s = None
     if not idx.exists():
         t = time.perf_counter()
-        idx.build()
+        idx.build(threads=1)  # a second thread only waits on a shared 2-core machine
         build_s = time.perf_counter() - t
         Path(str(idx.path) + ".build_s").write_text(f"{build_s}")
     else:
         build_s = float(Path(str(idx.path) + ".build_s").read_text())
     store.close()
-    code = _ANN_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, db=str(db))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    qfile = save_preset(n, count, seed=n + 4)
+    code = _ANN_CHILD.format(bench=str(Path(__file__).parent), n=n, count=count, db=str(db), qfile=qfile)
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.unlink(qfile)
     child = json.loads(out.stdout.strip().splitlines()[-1])
     emb = synth.PresetEmbedder()
     texts = preset(emb, n, count, seed=n + 4)
@@ -334,6 +371,9 @@ def main() -> None:
     ap.add_argument("--preload-max", type=int, default=100_000, help="preload the graph memo up to this size")
     ap.add_argument("--ann-min", type=int, default=100_000, help="measure the HNSW index from this size")
     ap.add_argument("--ann-only", action="store_true", help="only the HNSW measurement (merged into --out)")
+    ap.add_argument("--via-ann-only", action="store_true", help="only recall through the index (merged)")
+    ap.add_argument("--rss-only", action="store_true", help="only the fresh-process peak RSS (merged)")
+    ap.add_argument("--no-ann", action="store_true", help="skip the HNSW measurements")
     ap.add_argument("--remember-in-place", type=int, default=1_000_000, help="from this size remember runs on "
                     "the cached store itself, last")
     ap.add_argument("--remember", type=int, default=30, help="remember calls per size (0: skip)")
@@ -348,6 +388,21 @@ def main() -> None:
     rows = {r["n"]: r for r in saved}
     for s in a.sizes.split(","):
         n = int(s)
+        if a.rss_only:  # peak RSS of fresh processes only (exact scan; and through the index when it is used)
+            row = rows.setdefault(n, {"n": n})
+            row["rss_mb"] = fresh_process(n, exact=True)["rss_mb"]
+            if n >= ANN_MIN_ROWS and "via_ann" in row:
+                row["via_ann"].update(fresh_process(n, exact=False))
+            Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
+            continue
+        if a.via_ann_only:
+            via = measure(n, a.queries, a.warmup, preload=False)
+            via.update(fresh_process(n, exact=False))
+            rows.setdefault(n, {"n": n})["via_ann"] = {
+                k: via[k] for k in ("p50", "p95", "cpu_p50", "lazy_p50", "first_ms", "stages_p50", "rss_mb",
+                                    "first_s", "brute_p50")}
+            Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
+            continue
         if a.ann_only:
             rows.setdefault(n, {"n": n}).update(ann_measure(n))
             print(json.dumps(rows[n]), file=sys.stderr, flush=True)
@@ -362,9 +417,11 @@ def main() -> None:
             r["remember_p50"] = remember_p50(n, a.remember)
         if n == 10_000:
             r["cold_cli_s"] = cold_cli(n)
-        if n >= a.ann_min:
+        rows[n] = r
+        Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
+        if n >= a.ann_min and not a.no_ann:
             r.update(ann_measure(n))
-        if n >= ANN_MIN_ROWS:  # recall through the index (what the engine does at this size with usearch)
+        if n >= ANN_MIN_ROWS and not a.no_ann:  # recall through the index (what the engine does at this size with usearch)
             via = measure(n, a.queries, a.warmup, preload=False)
             via.update(fresh_process(n, exact=False))
             r["via_ann"] = {k: via[k] for k in ("p50", "p95", "cpu_p50", "lazy_p50", "first_ms", "stages_p50",
@@ -376,6 +433,8 @@ def main() -> None:
         print(json.dumps(r), file=sys.stderr, flush=True)
         Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
     for r in sorted(rows.values(), key=lambda x: x["n"]):
+        if "p50" not in r:
+            continue
         print(
             f"| {r['n']:,} | {r['build_s']:.0f} s | {r['db_mb']:,.0f} MB | {r['p50']:.1f} ms | {r['p95']:.1f} ms "
             f"| {r['brute_p50']:.2f} ms | {r.get('remember_p50', float('nan')):.1f} ms "
