@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -272,16 +271,6 @@ def test_cues_need_word_boundaries(query: str) -> None:
 )
 def test_combination(query: str, want: Intent) -> None:
     assert detect_intent(query) is want
-
-
-def test_detection_is_fast() -> None:
-    queries = [q for _, q, _ in QUESTIONS]
-    start = time.perf_counter()
-    for _ in range(20):
-        for q in queries:
-            detect_intent(q)
-    per_call = (time.perf_counter() - start) / (20 * len(queries))
-    assert per_call < 200e-6  # measured ~6 µs; generous for slow CI machines
 
 
 @pytest.mark.parametrize(
