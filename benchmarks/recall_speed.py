@@ -17,10 +17,8 @@ work to do.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import random
 import sys
 import tempfile
 import time
@@ -30,121 +28,28 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mnemon_core.embed.base import IDENTITY, BaseEmbedder
+import synth  # the benchmarks' one synthetic-store generator (same directory)
+from synth import (  # noqa: F401
+    CUES,
+    DIM,
+    MODEL,
+    PresetEmbedder,
+    pct,
+    queries,
+    vocabulary,
+    zipf_weights,
+)
 
-DIM = 384
-MODEL = "bench/random-384"
-LAYOUT = 3  # bump when the generator changes, so cached stores are rebuilt
+LAYOUT = 4  # bump when the generator changes, so cached stores are rebuilt (4: synth.py's build)
 CACHE = Path(tempfile.gettempdir()) / "mnemon-bench-recall"
-CUES = ["", "", "why ", "when did ", "what is ", "tell me about "]
-
-
-class PresetEmbedder(BaseEmbedder):
-    """Query vectors chosen by the benchmark (text → vector); anything else gets a hash-seeded random vector."""
-
-    def __init__(self) -> None:
-        super().__init__(MODEL, dimensions=DIM, calibration=IDENTITY)
-        self.preset: dict[str, np.ndarray] = {}
-
-    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
-        out = []
-        for t in texts:
-            v = self.preset.get(t)
-            if v is None:
-                seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "little")
-                v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-            out.append(v)
-        return np.stack(out)
-
-    def available(self) -> bool:
-        return True
-
-
-def vocabulary(rng: random.Random, n: int = 3000) -> list[str]:
-    syll = ["ka", "lo", "mi", "ter", "van", "dus", "pre", "os", "quin", "ra", "bel", "sto", "nu", "fex", "gal"]
-    words: set[str] = set()
-    while len(words) < n:
-        words.add("".join(rng.choices(syll, k=rng.randint(2, 4))))
-    return sorted(words)
-
-
-def zipf_weights(n: int, s: float = 1.1) -> list[float]:
-    return [1.0 / (r + 1) ** s for r in range(n)]
 
 
 def build(path: Path, n: int, seed: int = 7) -> None:
-    from mnemon_core.models import Insight
-    from mnemon_core.store.sqlite import SQLiteStore
-    from mnemon_core.text import token_set
-    from mnemon_core.timeutil import iso
-
-    rng = random.Random(seed)
-    nprng = np.random.default_rng(seed)
-    vocab = vocabulary(rng)
-    vweights = zipf_weights(len(vocab))
-    entities = [f"Proj{w.capitalize()}" for w in vocabulary(random.Random(seed + 1), 400)]
-    eweights = zipf_weights(len(entities))
-    t0 = 1_700_000_000.0
-    store = SQLiteStore(path)
-    ids: list[str] = []
-    sources: list[str] = []
-    last_by_source: dict[str, int] = {}
-    last_by_entity: dict[str, list[int]] = {}
-    edges: list[tuple[str, str, str, float, str, str]] = []
-    vecs = nprng.standard_normal((n, DIM)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-
-    def both(a: int, b: int, etype: str, w: float, now: str) -> None:
-        edges.append((ids[a], ids[b], etype, w, "{}", now))
-        edges.append((ids[b], ids[a], etype, w, "{}", now))
-
-    with store.transaction():
-        for i in range(n):
-            ts = t0 + i * 1800
-            now = iso(ts)
-            words = rng.choices(vocab, weights=vweights, k=rng.randint(8, 20))
-            ents = sorted(set(rng.choices(entities, weights=eweights, k=rng.randint(0, 2))))
-            source = "user" if rng.random() < 0.6 else "agent"
-            content = " ".join(words) + (" " + " ".join(ents) if ents else "")
-            ins = Insight(
-                id=f"{i:08d}-{rng.getrandbits(64):016x}", content=content, importance=rng.randint(1, 5),
-                entities=ents, source=source, created_at=now, updated_at=now, stored_at=now,
-                category=rng.choice(["fact", "decision", "general", "insight", "preference", "context"]),
-            )
-            ids.append(ins.id)
-            sources.append(source)
-            store.insert_insight(ins, token_set(" ".join([content, *ents])))
-            prev = last_by_source.get(source)
-            if prev is not None:
-                both(prev, i, "temporal", 1.0, now)
-            for j in range(max(0, i - 10), i):  # proximity: previous 10 within 24 h (all, at 30-min spacing)
-                if j != prev:
-                    both(j, i, "temporal", 1.0 / (1.0 + (i - j) * 0.5), now)
-            last_by_source[source] = i
-            linked = 0
-            for e in ents:
-                for j in last_by_entity.get(e, [])[-5:]:
-                    if linked < 50:
-                        both(j, i, "entity", 1.0, now)
-                        linked += 1
-                last_by_entity.setdefault(e, []).append(i)
-            if i > 20 and rng.random() < 0.3:
-                for j in rng.sample(range(max(0, i - 2000), i), k=rng.randint(1, 3)):
-                    both(j, i, "semantic", round(rng.uniform(0.80, 0.95), 4), now)
-            if i > 10 and rng.random() < 0.15:
-                j = rng.randrange(i - 10, i)
-                edges.append((ids[j], ids[i], "causal", round(rng.uniform(0.15, 0.6), 4), "{}", now))
-            if len(edges) > 200_000:
-                store.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edges)
-                edges.clear()
-        store.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edges)
-        for i, id_ in enumerate(ids):
-            store.set_vector(id_, vecs[i], MODEL)
-    meta = {"n": n, "layout": LAYOUT}
-    path.with_suffix(".json").write_text(json.dumps(meta))
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    store.close()
+    """synth.py's store with its default options (this benchmark's original layout): one transaction."""
+    info = synth.build(path, n, synth.Options(seed=seed))
+    path.with_suffix(".json").write_text(json.dumps({"n": n, "layout": LAYOUT, **info}))
 
 
 def store_for(n: int) -> Path:
@@ -157,31 +62,6 @@ def store_for(n: int) -> Path:
         build(path, n)
         print(f"built {n} insights in {time.perf_counter() - t:.0f}s: {path}", file=sys.stderr)
     return path
-
-
-def queries(n: int, count: int, seed: int, build_seed: int = 7) -> list[tuple[str, int]]:
-    """(query text, index of the insight its vector is close to). Words are drawn log-uniformly over the
-    vocabulary's frequency ranks 10-3000 (a median word is in ~1 % of insights), 40 % of queries name an
-    entity (log-uniform over the pool's ranks), and a third open with a WHY / WHEN / ENTITY cue."""
-    rng = random.Random(seed)
-    vocab = vocabulary(random.Random(build_seed))  # the generator's own lists, in frequency-rank order
-    ents = [f"Proj{w.capitalize()}" for w in vocabulary(random.Random(build_seed + 1), 400)]
-
-    def rank(lo: int, hi: int) -> int:
-        return min(hi - 1, int(lo * (hi / lo) ** rng.random()))
-
-    out = []
-    for q in range(count):
-        words = list(dict.fromkeys(vocab[rank(10, len(vocab))] for _ in range(rng.randint(2, 4))))
-        if rng.random() < 0.4:
-            words.append(ents[rank(1, len(ents)) - 1])
-        out.append((f"{rng.choice(CUES)}{' '.join(words)}", rng.randrange(n)))
-    return out
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
 
 
 def brute_top20(mat: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -18,12 +18,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# Zipf-distributed words from a 3,000-word vocabulary (a few common words, a long tail, like prose), 8-22
-# words a memory, 0-2 entities from a pool of 400 names.
-_rng = random.Random(7)
-VOCAB = ["".join(_rng.choices("abcdefghijklmnopqrstuvwxyz", k=_rng.randint(3, 9))) for _ in range(3000)]
-VOCAB_W = [1 / (r + 1) for r in range(len(VOCAB))]
+import synth  # the benchmarks' one synthetic generator (same directory)
+
+# Zipf-distributed words from synth.py's 3,000-word vocabulary (a few common words, a long tail, like prose),
+# 8-22 words a memory, 0-2 entities from a pool of 400 names.
+VOCAB = synth.vocabulary(random.Random(7))
+VOCAB_W = synth.zipf_weights(len(VOCAB), 1.0)
 NAMES = [f"Service{n}" for n in range(400)]
 NAMES_W = [1 / (r + 1) for r in range(len(NAMES))]
 
