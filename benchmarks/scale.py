@@ -349,8 +349,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     hnsw = [r for r in rows if "ann_p50" in r]
     if hnsw:
         ax.plot([r["n"] for r in hnsw], [r["ann_p50"] for r in hnsw], "v:", label="HNSW top-20 search p50 (alone)")
-    if all("remember_p50" in r for r in rows):
-        ax.plot(ns, [r["remember_p50"] for r in rows], "^-", label="remember p50")
+    rem = [r for r in rows if "remember_p50" in r]
+    if rem:
+        ax.plot([r["n"] for r in rem], [r["remember_p50"] for r in rem], "^-", label="remember p50")
     ax.plot([1e4, 1e6], [5, 50], "k*", markersize=12, label="targets (5 ms @ 10k, 50 ms @ 1M)")
     ax.set_xscale("log")
     ax.set_yscale("log")
