@@ -69,10 +69,13 @@ def _rows(db: sqlite3.Connection, model: str, dim: int, after: int) -> tuple[np.
     while chunk := cur.fetchmany(_READ_CHUNK):
         for rowid, blob, m, active in chunk:
             v = decode(blob) if blob is not None and m == model and active else None
-            good = v is not None and v.shape[0] == dim
             keys.append(rowid)
-            vecs.append(normalise(v) if good else np.zeros(dim, dtype=np.float32))
-            ok.append(good)
+            if v is not None and v.shape[0] == dim:
+                vecs.append(normalise(v))
+                ok.append(True)
+            else:
+                vecs.append(np.zeros(dim, dtype=np.float32))
+                ok.append(False)
     if not keys:
         return np.zeros(0, dtype=np.uint64), np.zeros((0, dim), dtype=np.float32), np.zeros(0, dtype=bool)
     return np.asarray(keys, dtype=np.uint64), np.stack(vecs), np.asarray(ok, dtype=bool)
@@ -135,8 +138,10 @@ class AnnIndex:
         top = _top_seq(self.db)
         keys, vecs, ok = _rows(self.db, self.model, self.dim, hw)
         index = Index.restore(str(self.path), view=False)
+        if index is None:  # not a usearch file: start over
+            return self.build(threads)
         if keys.size:
-            present = np.asarray([index.contains(int(k)) for k in keys.tolist()], dtype=bool)
+            present = np.array([bool(index.contains(int(k))) for k in keys.tolist()])
             if present.any():
                 index.remove(keys[present])
             if ok.any():
