@@ -10,8 +10,9 @@ package is imported when a model is first called, so readers and models load wit
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mnemon_core.lazy import lazy_exports
 
 _EXPORTS = {
     "ChunkFailure": "extract",
@@ -35,20 +36,7 @@ _EXPORTS = {
     "UnknownFormatError": "errors",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mnemon_extractor' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
