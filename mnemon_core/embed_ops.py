@@ -175,4 +175,6 @@ def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
     now, _ = mem._now()
     with store.transaction():
         store.log("embed:backfill", None, f"succeeded={succeeded} failed={n_failed} model={model}", now)
+    if emb.dimensions:
+        store.maintain_vector_index(model, emb.dimensions)  # large stores: fold the new vectors into the ANN file
     return EmbedBackfillResult(failed=n_failed, model=model, succeeded=succeeded)

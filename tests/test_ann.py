@@ -178,3 +178,23 @@ def test_recall_through_the_index_matches_the_exact_scan(data_dir: Path, monkeyp
     with Memory(embedder=_Embedder()) as mem:
         assert mem.store.ann_index(MODEL, DIM) is None
         assert mem.recall("cache warmup").results
+
+
+def test_maintain_vector_index_builds_the_file_once_the_store_is_large(tmp_path, monkeypatch) -> None:
+    from mnemon_core.models import Insight
+    from mnemon_core.store import ann
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    s = SQLiteStore(tmp_path / "m.db")
+    rng = np.random.default_rng(0)
+    with s.transaction():
+        for i in range(6):
+            t = "2026-01-01T00:00:00Z"
+            s.insert_insight(Insight(id=f"i{i}", content=f"c{i}", created_at=t, updated_at=t, stored_at=t), {"c"})
+            s.set_vector(f"i{i}", rng.standard_normal(8).astype(np.float32), "m")
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10)
+    assert s.maintain_vector_index("m", 8) == 0 and s.ann_index("m", 8) is None  # small: exact scan
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 5)
+    assert s.maintain_vector_index("m", 8) == 6
+    assert s.ann_index("m", 8) is not None
+    s.close()

@@ -934,6 +934,9 @@ class PostgresStore:
                 (model, dim, name),
             )
 
+    def maintain_vector_index(self, model: str, dim: int) -> int:
+        return 0  # the HNSW index lives in the database and follows every write
+
     def vector_counts(self) -> dict[str, int]:
         rows = self._exec(
             "SELECT model || ':' || vector_dims(embedding), count(*)::int FROM {s}.vectors "

@@ -627,6 +627,23 @@ class SQLiteStore:
                     self._ann[(model, dim)] = idx
             return idx
 
+    def maintain_vector_index(self, model: str, dim: int) -> int:
+        """Build or refresh the HNSW file when usearch is installed and the model has `ANN_MIN_ROWS` vectors;
+        returns the rows written or folded in (0: nothing to do, recall keeps the exact scan)."""
+        from . import ann
+
+        if not ann.available():
+            return 0
+        n = self.db.execute(
+            "SELECT count(*) FROM insights WHERE embed_model = ? AND deleted_at IS NULL AND length(embedding) = ?",
+            (model, 4 * dim),
+        ).fetchone()[0]
+        if n < ann.ANN_MIN_ROWS:
+            return 0
+        with self._lock:
+            self._ann.pop((model, dim), None)  # reopened on the next recall
+            return ann.AnnIndex(self.db, self.path, model, dim).refresh()
+
     def vector_counts(self) -> dict[str, int]:
         rows = self.db.execute(
             "SELECT embed_model || ':' || (length(embedding) / 4), count(*) FROM insights "
