@@ -58,6 +58,7 @@ LOG_LIMIT = 20
 RELATED_DEPTH = 2
 TOP_ENTITIES = 20
 LINK_WEIGHT = 0.5
+ANN_COSINE_TOP = 20  # neighbours the write path asks an ANN index for (it uses at most the best 5)
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 
 
@@ -153,10 +154,18 @@ class Memory:
             return None
 
     def cosines(self, vector: np.ndarray | None, *, floor: float = SEMANTIC_REVIEW) -> dict[str, float]:
-        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor."""
+        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor. A store
+        large enough to keep an ANN index answers with its `ANN_COSINE_TOP` nearest instead (every write-path
+        consumer takes at most the best 5), so remember and import stay sub-linear at a million insights."""
         emb = self.embedder
         if vector is None or emb is None:
             return {}
+        finder = getattr(self.store, "ann_index", None)
+        index = finder(emb.name, int(vector.shape[0])) if finder is not None else None
+        if index is not None:
+            keys, raw = index.search(vector.astype(np.float32), ANN_COSINE_TOP)
+            cal = emb.calibration(np.asarray(raw, dtype=np.float32))
+            return {i: float(c) for i, c in zip(index.ids(keys), cal) if i is not None and c >= floor}
         ids, mat = self.store.vector_matrix(emb.name, int(vector.shape[0]))
         if not ids:
             return {}

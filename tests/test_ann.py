@@ -198,3 +198,23 @@ def test_maintain_vector_index_builds_the_file_once_the_store_is_large(tmp_path,
     assert s.maintain_vector_index("m", 8) == 6
     assert s.ann_index("m", 8) is not None
     s.close()
+
+
+def test_write_path_cosines_come_from_the_index_above_the_threshold(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory(embedder=_Embedder()) as mem:
+        for i in range(90):
+            topic = _TOPICS[i % len(_TOPICS)]
+            mem.remember(f"{topic} note {i}: item {i * 7 % 13} changed", category="fact", source=f"s{i % 3}")
+        ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM).build(threads=1)
+        query = mem.embed_texts(["cache warmup note"])[0]
+        exact = mem.cosines(query, floor=-1.0)
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    with Memory(embedder=_Embedder()) as mem:
+        assert mem.store.ann_index(MODEL, DIM) is not None
+        got = mem.cosines(query, floor=-1.0)
+    assert len(got) == 20
+    best = sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    assert [i for i, _ in sorted(got.items(), key=lambda kv: (-kv[1], kv[0]))[:5]] == [i for i, _ in best]
+    assert [got[i] for i, _ in best] == pytest.approx([c for _, c in best], abs=1e-5)
