@@ -142,6 +142,8 @@ def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
     model = emb.name
     missing = store.count_active() - _current_count(store.vector_counts(), model, None)
     if missing <= 0 or not store.unembedded(model, 1):
+        if emb.dimensions:
+            store.maintain_vector_index(model, emb.dimensions)  # still worth it: remember adds vectors one by one
         return EmbedCompleteResult()
     succeeded = 0
     failed: set[str] = set()
