@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .sqlite import in_chunks
 from .vectors import decode, normalise
 
 ANN_MIN_ROWS = 200_000  # vectors of one model below this: exact scan (the only place this threshold lives)
@@ -235,9 +236,7 @@ class AnnIndex:
             return out
         at = {id_: i for i, id_ in enumerate(ids)}
         q = np.asarray(query, dtype=np.float32)
-        for lo in range(0, len(ids), 900):
-            chunk = ids[lo : lo + 900]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_chunks(ids, 900):
             for id_, blob in self.db.execute(
                 f"SELECT id, embedding FROM insights WHERE id IN ({marks}) AND embed_model = ? "
                 "AND length(embedding) = ? AND +deleted_at IS NULL",

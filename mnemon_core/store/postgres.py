@@ -1031,16 +1031,6 @@ class PostgresStore:
                 return
             last = (rows[-1][0], rows[-1][1], rows[-1][2])
 
-    def supersede_targets(self, ids: Sequence[str]) -> set[str]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return set()
-        rows = self._exec(
-            "SELECT DISTINCT target_id FROM {s}.edges WHERE edge_type = 'supersedes' AND target_id = ANY(%s::text[])",
-            (ids,),
-        )
-        return {r[0] for r in rows}
-
     # ------------------------------------------------------------------ recall (plain tuples, no models)
 
     def graph_version(self) -> tuple[int, int]:

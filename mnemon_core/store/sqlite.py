@@ -201,6 +201,13 @@ def _fts_phrase(token: str) -> str:
 _COMPOUND_MAX = 400
 
 
+def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
+    """`items` in slices small enough for one statement's bound parameters, each with its `?,?,…` list."""
+    for i in range(0, len(items), size):
+        chunk = items[i : i + size]
+        yield chunk, ",".join("?" * len(chunk))
+
+
 def _match_union(n: int) -> str:
     """A subquery listing the FTS rowid of every (token, insight) posting for n tokens bound in order."""
     term = "SELECT rowid AS r FROM insights_fts WHERE insights_fts MATCH ?"
@@ -360,9 +367,7 @@ class SQLiteStore:
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         out: dict[str, Insight] = {}
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 900):
-            chunk = ids[i : i + 900]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 900):
             for r in self.db.execute(
                 f"SELECT {_INSIGHT_COLS} FROM insights WHERE id IN ({q}) AND +deleted_at IS NULL", chunk
             ):
@@ -508,9 +513,7 @@ class SQLiteStore:
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         out: dict[str, frozenset[str]] = {}
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 900):
-            chunk = ids[i : i + 900]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 900):
             for id_, terms in self.db.execute(
                 f"SELECT i.id, f.terms FROM insights i JOIN insights_fts f ON f.rowid = i.rowid "
                 f"WHERE i.id IN ({q})",
@@ -533,9 +536,7 @@ class SQLiteStore:
         cands = list(dict.fromkeys(c.lower() if casefold else c for c in candidates))
         col = "entity_lower" if casefold else "entity"
         out: dict[str, str] = {}
-        for i in range(0, len(cands), 900):
-            chunk = cands[i : i + 900]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(cands, 900):
             for key, ent in self.db.execute(
                 f"SELECT e.{col}, min(e.entity) FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
                 f"WHERE e.{col} IN ({q}) AND i.deleted_at IS NULL GROUP BY e.{col}",
@@ -678,9 +679,7 @@ class SQLiteStore:
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         out: list[Edge] = []
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 400):
-            chunk = ids[i : i + 400]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 400):
             rows = self.db.execute(
                 "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
                 f"WHERE source_id IN ({q}) UNION "
@@ -709,9 +708,7 @@ class SQLiteStore:
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         ids = list(out)
-        for i in range(0, len(ids), 400):
-            chunk = ids[i : i + 400]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 400):
             for id_, n in self.db.execute(
                 f"SELECT source_id, count(*) FROM edges WHERE source_id IN ({q}) GROUP BY source_id "
                 f"UNION ALL SELECT target_id, count(*) FROM edges WHERE target_id IN ({q}) GROUP BY target_id",
@@ -736,16 +733,6 @@ class SQLiteStore:
             "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?",
             (source_id, target_id, edge_type),
         )
-
-    def supersede_targets(self, ids: Sequence[str]) -> set[str]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return set()
-        q = ",".join("?" * len(ids))
-        rows = self.db.execute(
-            f"SELECT DISTINCT target_id FROM edges WHERE edge_type = 'supersedes' AND target_id IN ({q})", ids
-        )
-        return {r[0] for r in rows}
 
     # ------------------------------------------------------------------ recall (plain tuples, no models)
 
@@ -776,9 +763,7 @@ class SQLiteStore:
     def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
         out: dict[str, tuple[int, str, str, str]] = {}
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 900):
-            chunk = ids[i : i + 900]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 900):
             for r in self.db.execute(
                 f"SELECT id, importance, created_at, category, source FROM insights "
                 f"WHERE id IN ({q}) AND +deleted_at IS NULL",
@@ -790,9 +775,7 @@ class SQLiteStore:
     def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
         out: list[tuple[str, str, str, float]] = []
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 400):
-            chunk = ids[i : i + 400]
-            q = ",".join("?" * len(chunk))
+        for chunk, q in in_chunks(ids, 400):
             out.extend(
                 self.db.execute(
                     "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM edges e "
