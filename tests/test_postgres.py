@@ -480,7 +480,7 @@ def test_same_text_at_once_is_stored_once(pg_url: str, pg_store_name: str) -> No
 def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_store_name: str) -> None:
     from mnemon_core import Memory
     from mnemon_core.store.dump import sqlite_insights, sqlite_oplog
-    from mnemon_core.store.postgres import PostgresStore
+    from mnemon_core.store.postgres import PostgresStore, drop_store
 
     src = Memory(store=pg_store_name)
     a = src.remember("Postgres holds the team memory because agents run on many machines",
@@ -522,6 +522,16 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     finally:
         sq.close()
         pg.close()
+    # the load dropped the keys and indexes and made them again: the copy has exactly a fresh store's, plus HNSW
+    fresh = PostgresStore(pg_url, store=pg_store_name + "-fresh")
+    try:
+        made = schema_objects(pg_url, pg.schema)
+        assert made ^ schema_objects(pg_url, fresh.schema) == {("index", "vectors_hnsw_*")}
+        assert ("constraint", "edges_source_id_fkey FOREIGN KEY (source_id) REFERENCES {s}.insights(id) "
+                              "ON DELETE CASCADE") in made
+    finally:
+        fresh.close()
+        drop_store(pg_url, pg_store_name + "-fresh")
     # the copy is a working store: same status, and the next write continues its ids and counters
     after = Memory(database_url=pg_url, store=pg_store_name)
     st = after.status().model_dump()
@@ -535,6 +545,22 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     again = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
     assert again.code == 1 and again.out == ""
     assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
+
+
+def schema_objects(url: str, schema: str) -> set[tuple[str, str]]:
+    """A store's indexes and constraints as definitions with its schema written `{s}` (HNSW indexes by prefix)."""
+    import re
+
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        idx = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)).fetchall()
+        cons = conn.execute(
+            "SELECT conname || ' ' || pg_get_constraintdef(c.oid) FROM pg_constraint c "
+            "JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = %s", (schema,)).fetchall()
+    q = re.escape(schema if re.fullmatch(r"[a-z_][a-z0-9_]*", schema) else f'"{schema}"')
+    out = {("index", "vectors_hnsw_*" if n.startswith("vectors_hnsw_") else re.sub(q, "{s}", d)) for n, d in idx}
+    return out | {("constraint", re.sub(q, "{s}", c)) for (c,) in cons}
 
 
 @pytest.mark.parametrize(
