@@ -527,8 +527,8 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     try:
         made = schema_objects(pg_url, pg.schema)
         assert made ^ schema_objects(pg_url, fresh.schema) == {("index", "vectors_hnsw_*")}
-        assert ("constraint", "edges_source_id_fkey FOREIGN KEY (source_id) REFERENCES {s}.insights(id) "
-                              "ON DELETE CASCADE") in made
+        fkey = "edges_source_id_fkey FOREIGN KEY (source_id) REFERENCES {s}.insights(id) ON DELETE CASCADE"
+        assert ("constraint", fkey) in made
     finally:
         fresh.close()
         drop_store(pg_url, pg_store_name + "-fresh")
