@@ -1,10 +1,11 @@
 """Postgres beside SQLite at scale: recall p50/p95 and remember p50 on the same synthetic store.
 
-The store is `recall_speed.py`'s (Zipf vocabulary, entities, the write pipeline's edge shapes, 384-d random unit
-vectors), built as SQLite and copied into Postgres with `mnemon migrate` (so the copy is timed too). Both are
-then queried in one long-lived process each (`Memory` with a preset query embedder, as recall_speed does), and
-100 new memories are remembered into a scratch copy of each (SQLite: a copy of the file; Postgres: the rows are
-soft-deleted again afterwards).
+The store is `scale.py`'s (`synth.py` with its options: 12-36 words, 0-2 entities, remember-shaped edges,
+clustered 384-d vectors), built as SQLite and copied into Postgres with `mnemon migrate` (so the copy is timed
+too). Both are then queried in one long-lived process each (`Memory` with a preset query embedder, as scale.py
+does), and 100 new memories are remembered into each: SQLite into a scratch copy of the file below 1M (in place
+at 1M, where the copy costs more than the measurement), Postgres into the store; the new rows are soft-deleted
+again afterwards.
 
     python benchmarks/pg_scale.py                          # 100k; a pgserver under /tmp (or --database-url)
     python benchmarks/pg_scale.py --sizes 100000,1000000   # 1M: builds take a long while (see RESULTS.md)
@@ -27,10 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import recall_speed as rs  # noqa: E402
+import scale  # noqa: E402
+import synth  # noqa: E402
 
 WORK = Path(tempfile.gettempdir()) / "mnemon-bench-pg"
 REMEMBERS = 100
+IN_PLACE = 1_000_000  # from this size SQLite's remembers go into the cached store itself (soft-deleted after)
 
 
 def server_url(given: str | None) -> str:
@@ -48,7 +51,7 @@ def pg_store_for(url: str, n: int, sqlite_path: Path) -> tuple[str, float | None
     from mnemon_core.migrate import migrate
     from mnemon_core.store.postgres import drop_store, list_stores
 
-    name = f"bench-{n}-v{rs.LAYOUT}"
+    name = f"bench-{n}-{scale.OPTS.tag()}"
     marker = WORK / f"{name}.done"
     if name in list_stores(url) and marker.exists():
         return name, None
@@ -69,19 +72,19 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    return {"p50": rs.pct(xs, 50), "p95": rs.pct(xs, 95)}
+    return {"p50": synth.pct(xs, 50), "p95": synth.pct(xs, 95)}
 
 
-def recall_both(mems: dict, qs: list[tuple[str, int]], warmup: int) -> dict[str, dict[str, float]]:
+def recall_both(mems: dict, qs: list[str], warmup: int) -> dict[str, dict[str, float]]:
     """Each query on every store in turn, so load from other jobs on the machine falls on all alike."""
     out: dict[str, dict[str, float]] = {b: {} for b in mems}
     for b, m in mems.items():
-        out[b]["first"] = timed(m.recall, qs[0][0])[0]  # a fresh process: vectors and memo start empty
-    for text, _ in qs[1:warmup]:
+        out[b]["first"] = timed(m.recall, qs[0])[0]  # a fresh process: vectors and memo start empty
+    for text in qs[1:warmup]:
         for m in mems.values():
             m.recall(text)
     times: dict[str, list[float]] = {b: [] for b in mems}
-    for text, _ in qs[warmup:]:
+    for text in qs[warmup:]:
         for b, m in mems.items():
             times[b].append(timed(m.recall, text)[0])
     for b in mems:
@@ -94,8 +97,9 @@ def remember_both(mems: dict, n: int) -> tuple[dict[str, dict[str, float]], dict
     ids: dict[str, list[str]] = {b: [] for b in mems}
     for i in range(REMEMBERS):
         for b, m in mems.items():
-            ms, r = timed(m.remember, f"benchmark note {i} about kavan lostra and ProjKalo at scale {n}",
+            ms, r = timed(m.remember, f"benchmark note {i} from {b} about kavan lostra and ProjKalo at scale {n}",
                           source="bench", entities=["ProjKalo"], entity_mode="provided")
+            assert r.action == "added", r  # distinct texts per store: no exact-duplicate skip is timed
             times[b].append(ms)
             ids[b].append(r.id)
     return {b: summary(t) for b, t in times.items()}, ids
@@ -105,43 +109,35 @@ def nearest_times(store, qvecs: list[np.ndarray]) -> dict[str, float]:
     times = []
     for q in qvecs:
         t = time.perf_counter()
-        store.nearest(rs.MODEL, q, 20)
+        store.nearest(synth.MODEL, q, 20)
         times.append((time.perf_counter() - t) * 1000)
-    return {"p50": rs.pct(times, 50), "p95": rs.pct(times, 95)}
+    return summary(times)
 
 
 def measure(url: str, n: int, count: int, warmup: int) -> dict:
     from mnemon_core import Memory
 
-    sqlite_path = rs.store_for(n)
+    data_dir = scale.data_dir(n)
+    sqlite_path = data_dir / "data" / "default" / "mnemon.db"
     name, copy_s = pg_store_for(url, n, sqlite_path)
-    emb = rs.PresetEmbedder()
-    qs = rs.queries(n, warmup + count, seed=n)
+    emb = synth.PresetEmbedder()
+    qs = scale.preset(emb, n, warmup + count, seed=n)  # query vectors close to one insight each (cos ≈ 0.6)
     out: dict = {"n": n, "migrate_s": copy_s}
 
-    sq = Memory(data_dir=sqlite_path.parent.parent.parent, store="default", embedder=emb)
-    _, mat = sq.store.vector_matrix(rs.MODEL, rs.DIM)
-    rng = np.random.default_rng(n)
-    for text, target in qs:  # a query vector close to one insight (cos ≈ 0.6), as recall_speed does
-        v = mat[target] + rng.standard_normal(rs.DIM).astype(np.float32) * (1.33 / np.sqrt(rs.DIM))
-        emb.preset[text] = v / np.linalg.norm(v)
-    sq.close()
-
-    sq = Memory(data_dir=sqlite_path.parent.parent.parent, store="default", embedder=emb, readonly=True)
+    sq = Memory(data_dir=data_dir, store="default", embedder=emb, readonly=True)
     pg = Memory(database_url=url, store=name, embedder=emb, readonly=True)
     res = recall_both({"sqlite": sq, "postgres": pg}, qs, warmup)
     out["sqlite"], out["postgres"] = res["sqlite"], res["postgres"]
-    out["postgres_nearest"] = nearest_times(pg.store, [emb.preset[t] for t, _ in qs[warmup:]])
+    out["postgres_nearest"] = nearest_times(pg.store, [emb.preset[t] for t in qs[warmup:]])
     sq.close()
     pg.close()
 
-    # remember: SQLite into a scratch copy of the file; Postgres into the store, soft-deleted afterwards
-    scratch = WORK / "scratch" / "data" / "default"
-    shutil.rmtree(scratch.parent.parent, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    for p in sqlite_path.parent.glob("mnemon.db*"):
-        shutil.copy(p, scratch / p.name)
-    sq = Memory(data_dir=scratch.parent.parent, store="default", embedder=emb)
+    # remember: SQLite into a scratch copy of the file (in place from IN_PLACE); Postgres into the store
+    scratch = WORK / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    if n < IN_PLACE:
+        shutil.copytree(data_dir, scratch)
+    sq = Memory(data_dir=data_dir if n >= IN_PLACE else scratch, store="default", embedder=emb)
     pg = Memory(database_url=url, store=name, embedder=emb)
     # SQLite's WAL + synchronous=NORMAL does not fsync at commit; Postgres does unless told otherwise.
     nosync = Memory(database_url=url + ("&" if "?" in url else "?") + "options=-c%20synchronous_commit%3Doff",
@@ -149,12 +145,13 @@ def measure(url: str, n: int, count: int, warmup: int) -> dict:
     rem, ids = remember_both({"sqlite": sq, "postgres": pg, "nosync": nosync}, n)
     out["sqlite"]["remember"], out["postgres"]["remember"] = rem["sqlite"], rem["postgres"]
     out["postgres_nosync_remember"] = rem["nosync"]
-    with pg.store.transaction():  # a later run adds 200 more soft-deleted rows beside the store's own
-        pg.store.soft_delete(ids["postgres"] + ids["nosync"], "2026-01-01T00:00:00Z")
+    for m, new in ((pg, ids["postgres"] + ids["nosync"]), (sq, ids["sqlite"])):
+        with m.store.transaction():  # a later run adds its rows as soft-deleted ones beside the store's own
+            m.store.soft_delete(new, "2026-01-01T00:00:00Z")
     sq.close()
     pg.close()
     nosync.close()
-    shutil.rmtree(scratch.parent.parent, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     return out
 
 
@@ -166,7 +163,6 @@ def main() -> None:
     ap.add_argument("--database-url", default=None, help="an existing Postgres with pgvector (default: pgserver)")
     a = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    rs.CACHE = WORK / "sqlite"  # our own cache: another benchmark may be building its stores at the same time
     url = server_url(a.database_url)
     rows = [measure(url, int(s), a.queries, a.warmup) for s in a.sizes.split(",")]
     print(json.dumps(rows, indent=1), file=sys.stderr)
