@@ -461,6 +461,7 @@ class _Importer:
         model = emb.name if vecs is not None and emb is not None else None
         if vecs is not None:
             vectors = dict(zip(todo, vecs))
+            mem._fold_stale_index(int(vecs.shape[1]))
         now, ts = mem._now()
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints

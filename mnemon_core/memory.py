@@ -173,6 +173,16 @@ class Memory:
         keep = np.flatnonzero(cal >= floor)
         return {ids[i]: float(cal[i]) for i in keep}
 
+    def _fold_stale_index(self, dim: int) -> None:
+        """Before a write (outside its transaction, so the file never holds rows that may roll back): fold the
+        rows written since the store's ANN file was built into it once they are many. Each search scans
+        those rows exactly, so without this a store grown by remember alone slows down until `embed --all`."""
+        finder = getattr(self.store, "ann_index", None)
+        emb = self.embedder
+        index = finder(emb.name, dim) if finder is not None and emb is not None else None
+        if index is not None and index.stale():
+            self.store.maintain_vector_index(emb.name, dim)
+
     def _now(self) -> tuple[str, float]:
         ts = time.time()
         return iso(ts), ts
@@ -211,6 +221,8 @@ class Memory:
         store = self.store
         new_id = str(uuid.uuid4())
         now, ts = self._now()
+        if vector is not None:
+            self._fold_stale_index(int(vector.shape[0]))
         cos = self.cosines(vector)
         base_tokens = token_set(inp.content)
         suggestion = "ADD"

@@ -218,3 +218,31 @@ def test_write_path_cosines_come_from_the_index_above_the_threshold(
     best = sorted(exact.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     assert [i for i, _ in sorted(got.items(), key=lambda kv: (-kv[1], kv[0]))[:5]] == [i for i, _ in best]
     assert [got[i] for i, _ in best] == pytest.approx([c for _, c in best], abs=1e-5)
+
+
+def test_writes_fold_a_large_delta_into_the_file(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows written after the file are scanned exactly by every search; once more than ANN_DELTA_MAX of them
+    have piled up, the next remember (or import batch) folds them in, before its own transaction."""
+    with Memory(embedder=_Embedder()) as mem:
+        for i in range(60):
+            mem.remember(f"{_TOPICS[i % len(_TOPICS)]} note {i}", category="fact")
+        idx = ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM)
+        assert idx.build(threads=1) == 60
+    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    monkeypatch.setattr(ann, "ANN_DELTA_MAX", 3)
+    with Memory(embedder=_Embedder()) as mem:
+        for i in range(4):  # 4 rows past the file: stale only after the fourth
+            mem.remember(f"late note {i}", category="fact")
+        index = mem.store.ann_index(MODEL, DIM)
+        assert index.size() == 60 and index.delta() == 4 and index.stale()
+        added = mem.remember("the fifth late note", category="fact")  # folds the four, then writes its own
+        index = mem.store.ann_index(MODEL, DIM)
+        assert index.size() == 64 and index.delta() == 1
+        assert mem.recall("the fifth late note", verbose=True).results[0].insight.id == added.id
+        mem.remember("one more", category="fact")
+        mem.remember("and another", category="fact")
+        mem.remember("and the last", category="fact")
+        draft = {"schema_version": "1", "insights": [{"content": f"imported note {i}"} for i in range(3)]}
+        mem.import_draft(draft)  # the batch folds the four remembered since, then adds its three
+        index = mem.store.ann_index(MODEL, DIM)
+        assert index.size() == 68 and index.delta() == 3

@@ -7,8 +7,9 @@ cosines it returns are the exact ones) with a sidecar JSON naming the `vec_seq` 
 reader memory-maps it (`Index.restore(view=True)`), so a fresh process reads only the graph nodes a search
 visits, and scans exactly the few rows whose vector changed since the file was written (added, replaced,
 deleted: all move `vec_seq`); those rowids are dropped from the index's answers. When that delta passes
-`ANN_DELTA_MAX` rows a writer folds it into the file (`refresh`), written to a temporary name and renamed, so
-readers holding the old mapping keep a consistent file.
+`ANN_DELTA_MAX` rows (`stale`), the next remember or import folds it into the file (`refresh`, through
+`maintain_vector_index`), written to a temporary name and renamed, so readers holding the old mapping keep a
+consistent file.
 
 Without usearch, or below the threshold, callers use the exact scan; `available()` says which.
 The index is approximate: its top-k can miss a true neighbour (recall@20 against the exact scan is measured in
@@ -190,6 +191,10 @@ class AnnIndex:
             self._delta_keys, self._delta_vecs, self._delta_ok = _rows(self.db, self.model, self.dim, self.high_water)
             self._delta_seq = top
         return int(self._delta_keys.size)
+
+    def stale(self) -> bool:
+        """More than `ANN_DELTA_MAX` rows changed since the file was written: time for a writer to `refresh`."""
+        return self.delta() > ANN_DELTA_MAX
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, cosines) of the k nearest active vectors, best first: the index's answer without the rows

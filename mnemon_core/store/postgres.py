@@ -311,6 +311,9 @@ class _PgAnn:
     def ids(self, keys: np.ndarray) -> list[str | None]:
         return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
 
+    def stale(self) -> bool:
+        return False  # the HNSW index follows every write
+
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         """Exact cosine with the stored vector of each id (NaN without an active one of this model and dim)."""
         out = np.full(len(ids), np.nan, dtype=np.float32)
