@@ -130,7 +130,9 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     assert [i.id for i in same(lambda s: s.latest(limit=10))] == ["f", "e", "d", "c", "b", "a"]
     same(lambda s: [i.id for i in s.latest(source="agent1", exclude="f", limit=2)])
     same(lambda s: [i.id for i in s.latest(since=T1, limit=10, filters=Filters(category="fact"))])
-    same(lambda s: s.with_entity("Redis", exclude="a", limit=5))
+    # the latest insights naming an entity: newest first, ties by insertion order, deleted ones left out
+    assert same(lambda s: s.with_entity("Redis", exclude="x", limit=5)) == ["c", "b", "a"]
+    assert same(lambda s: s.with_entity("Redis", exclude="c", limit=1)) == ["b"]
     same(lambda s: s.known_entities(["redis", "Redis", "Postgresql", "nope"]))
     assert same(lambda s: s.known_entities(["REDIS", "postgresql"], casefold=True)) == {
         "redis": "Redis", "postgresql": "PostgreSQL"}
@@ -545,6 +547,38 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     again = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
     assert again.code == 1 and again.out == ""
     assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
+
+
+def test_entity_recency_migration_backfills_a_version_1_store(pg_url: str, pg_store_name: str) -> None:
+    """A store made before migration 2 (entities without created_at/seq) gets them from its insights, and
+    ends with exactly a fresh store's indexes and constraints."""
+    import psycopg
+
+    from mnemon_core.store.postgres import PostgresStore, drop_store
+
+    st = PostgresStore(pg_url, store=pg_store_name)
+    fill(st)
+    schema = st.schema
+    st.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # back to what migration 1 left
+        s = '"' + schema + '"'
+        conn.execute(f"DROP INDEX {s}.entities_recent")
+        conn.execute(f"ALTER TABLE {s}.insight_entities DROP COLUMN created_at, DROP COLUMN seq")
+        conn.execute(f"CREATE INDEX entities_entity ON {s}.insight_entities (entity)")
+        conn.execute(f"UPDATE {s}.mnemon_meta SET value = 1 WHERE key = 'schema_version'")
+    st = PostgresStore(pg_url, store=pg_store_name)
+    try:
+        assert st.with_entity("Redis", exclude="x", limit=5) == ["c", "b", "a"]
+        rows = st._exec("SELECT e.created_at = i.created_at AND e.seq = i.seq FROM {s}.insight_entities e "
+                        "JOIN {s}.insights i ON i.id = e.insight_id")
+        assert len(rows) == 7 and all(r[0] for r in rows)
+        fresh = PostgresStore(pg_url, store=pg_store_name + "-fresh")
+        fresh.close()
+        # the same but for the HNSW index of fill()'s vectors
+        assert schema_objects(pg_url, schema) ^ schema_objects(pg_url, fresh.schema) == {("index", "vectors_hnsw_*")}
+    finally:
+        st.close()
+        drop_store(pg_url, pg_store_name + "-fresh")
 
 
 def schema_objects(url: str, schema: str) -> set[tuple[str, str]]:

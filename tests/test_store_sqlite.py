@@ -35,6 +35,7 @@ def schema(path) -> dict[str, list[str]]:
     db = sqlite3.connect(path)
     tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%fts%'")]
     out = {t: sorted(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in sorted(tables)}
+    out["indexes"] = sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'"))
     db.close()
     return out
 
@@ -54,6 +55,7 @@ def test_old_file_and_blank_file_end_with_the_same_schema(tmp_path) -> None:
     assert s.get_insight("a").stored_at == "2026-01-01T00:00:00Z"  # stored_at backfilled
     assert [h.id for h in s.token_hits({"qdrant"})] == ["a"]  # search tables backfilled
     assert s.with_entity("Qdrant", exclude="x", limit=5) == ["a"]
+    assert s.db.execute("SELECT created_at, seq FROM insight_entities").fetchall() == [("2026-01-01T00:00:00Z", 1)]
     s.upsert_edge(Edge(source_id="a", target_id="b", edge_type="supersedes", created_at="2026-01-03T00:00:00Z"))
     s.close()
 

@@ -190,7 +190,29 @@ def _m004_write_path_indexes(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = [_m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes]
+def _m005_entity_recency(db: sqlite3.Connection) -> None:
+    """The entity builder asks for the latest insights naming an entity. Joined to `insights` and sorted, that
+    read every insight naming a common entity (1.7 s at a million insights, one entity in five); with the
+    insight's created_at and rowid beside the entity (both fixed at insert), one index walks them in order."""
+    cols = _columns(db, "insight_entities")
+    if "created_at" not in cols:
+        db.execute("ALTER TABLE insight_entities ADD COLUMN created_at TEXT NOT NULL DEFAULT ''")
+    if "seq" not in cols:
+        db.execute("ALTER TABLE insight_entities ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+    _script(
+        db,
+        """
+        UPDATE insight_entities SET (created_at, seq) =
+            (SELECT i.created_at, i.rowid FROM insights i WHERE i.id = insight_entities.insight_id);
+        DROP INDEX IF EXISTS idx_entities_entity;
+        CREATE INDEX IF NOT EXISTS idx_entities_recent ON insight_entities(entity, created_at DESC, seq DESC)
+        """,
+    )
+
+
+MIGRATIONS = [
+    _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
+]
 
 
 def _fts_phrase(token: str) -> str:
@@ -353,8 +375,9 @@ class SQLiteStore:
         )
         self.db.execute("INSERT INTO insights_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(toks)))
         self.db.executemany(
-            "INSERT OR IGNORE INTO insight_entities VALUES (?, ?, ?)",
-            [(ins.id, e, e.lower()) for e in ins.entities],
+            "INSERT OR IGNORE INTO insight_entities (insight_id, entity, entity_lower, created_at, seq) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(ins.id, e, e.lower(), ins.created_at, cur.lastrowid) for e in ins.entities],
         )
 
     def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
@@ -526,7 +549,7 @@ class SQLiteStore:
         rows = self.db.execute(
             "SELECT i.id FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
             "WHERE e.entity = ? AND i.deleted_at IS NULL AND i.id != ? "
-            "ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+            "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",  # idx_entities_recent, in order
             (entity, exclude, limit),
         )
         return [r[0] for r in rows]
