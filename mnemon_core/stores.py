@@ -1,4 +1,5 @@
-"""Named stores under `<data-dir>/data/<name>/` and the `active` file (reference §2.1)."""
+"""Named stores (reference §2.1): directories under `<data-dir>/data/<name>/`, or with a database URL the store
+schemas of one Postgres database; the `active` file names the current one either way."""
 
 from __future__ import annotations
 
@@ -18,27 +19,63 @@ def list_stores(data_dir: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.match(p.name))
 
 
-def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None) -> str:
+class _Catalog:
+    """The stores `mnemon store` manages: directories under the data dir, or with a database URL the store
+    schemas of that Postgres database (the active-store choice stays in the local `active` file either way)."""
+
+    def __init__(self, data_dir: Path, url: str | None) -> None:
+        self.data_dir, self.url = data_dir, url
+
+    def names(self) -> list[str]:
+        if self.url:
+            from .store.postgres import list_stores as pg_stores
+
+            return pg_stores(self.url)
+        return list_stores(self.data_dir)
+
+    def exists(self, name: str) -> bool:
+        return name in self.names() if self.url else (self.data_dir / "data" / name).is_dir()
+
+    def create(self, name: str) -> None:
+        if self.url:
+            from .store.postgres import PostgresStore
+
+            PostgresStore(self.url, store=name).close()
+        else:
+            from .store.sqlite import SQLiteStore
+
+            SQLiteStore(self.data_dir / "data" / name / "mnemon.db").close()
+
+    def remove(self, name: str) -> None:
+        if self.url:
+            from .store.postgres import drop_store
+
+            drop_store(self.url, name)
+        else:
+            shutil.rmtree(self.data_dir / "data" / name)
+
+
+def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None,
+        database_url: str | None = None) -> str:
     """One `mnemon store` action; returns the text to print."""
-    dd = Settings.resolve(data_dir=data_dir or UNSET, store="default").data_dir
+    settings = Settings.resolve(data_dir=data_dir or UNSET, store="default", database_url=database_url)
+    dd = settings.data_dir
+    stores = _Catalog(dd, settings.database_url)
     if action == "list":
         active = resolve_store_name(dd, store_flag or UNSET)
-        names = list_stores(dd)
+        names = stores.names()
         if not names:
             return "  (no stores yet — run 'mnemon store create <name>' or any command to create default)"
         return "\n".join(("* " if n == active else "  ") + n for n in names)
     if not name:
         raise ValidationError(f"store {action} needs a store name", field="name")
     validate_store_name(name, hint=True)
-    path = dd / "data" / name
     if action == "create":
-        if path.exists():
+        if stores.exists(name):
             raise ValidationError(f'store "{name}" already exists', field="name")
-        from .store.sqlite import SQLiteStore
-
-        SQLiteStore(path / "mnemon.db").close()
+        stores.create(name)
         return f'Created store "{name}"'
-    if not path.is_dir():
+    if not stores.exists(name):
         raise NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)", id=name)
     if action == "set":
         dd.mkdir(parents=True, exist_ok=True)
@@ -49,5 +86,5 @@ def run(data_dir: str | None, store_flag: str | None, action: str, name: str | N
         raise ValidationError(
             f"cannot remove the active store \"{name}\" (switch first with 'mnemon store set <other>')", field="name"
         )
-    shutil.rmtree(path)
+    stores.remove(name)
     return f'Removed store "{name}"'

@@ -624,6 +624,43 @@ def test_cli_reaches_postgres_with_database_url(pg_url: str, pg_store_name: str)
     assert [h["content"] for h in hits] == ["the CLI talks to Postgres"]
 
 
+def test_store_commands_manage_postgres_stores(pg_url: str, data_dir: Path) -> None:
+    """With a database URL, `mnemon store` lists, creates and removes the database's stores; the active
+    store stays a local choice (the `active` file)."""
+    from pg import fresh_store
+
+    from mnemon_core.store.postgres import drop_store, list_stores
+
+    a, b = sorted([fresh_store(), fresh_store()])
+    env = {"MNEMON_DATABASE_URL": pg_url}
+
+    def listed() -> list[str]:
+        out = run_cli("store", "list", env=env).out.splitlines()
+        return [line for line in out if line[2:] in (a, b, "default")]
+
+    try:
+        assert run_cli("store", "create", a, env=env).out == f'Created store "{a}"\n'
+        assert run_cli("--database-url", pg_url, "store", "create", b).out == f'Created store "{b}"\n'
+        assert {a, b} <= set(list_stores(pg_url))
+        r = run_cli("store", "create", a, env=env)
+        assert r.code == 1 and r.err == f'Error: store "{a}" already exists\n'
+        assert listed() == [f"  {a}", f"  {b}"]
+        assert run_cli("store", "set", a, env=env).out == f'Active store set to "{a}"\n'
+        assert listed() == [f"* {a}", f"  {b}"]
+        assert run_cli("remember", "kept in the active Postgres store", env=env).json()["action"] == "added"
+        assert run_cli("--store", a, "status", env=env).json()["total_insights"] == 1
+        r = run_cli("store", "remove", a, env=env)
+        assert r.code == 1 and f'cannot remove the active store "{a}"' in r.err
+        assert run_cli("store", "remove", b, env=env).out == f'Removed store "{b}"\n'
+        assert b not in list_stores(pg_url) and listed() == [f"* {a}"]
+        r = run_cli("store", "set", b, env=env)
+        assert r.code == 1 and r.err == f"Error: store \"{b}\" does not exist (use 'mnemon store create {b}' first)\n"
+        assert not (data_dir / "data").exists()  # nothing was made on the local disk
+    finally:
+        drop_store(pg_url, a)
+        drop_store(pg_url, b)
+
+
 def test_pgvector_in_another_schema(pg_url: str) -> None:
     """Hosted Postgres often installs extensions into a schema of their own, off the search path."""
     import psycopg
