@@ -123,6 +123,9 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
             assert same(lambda s: s.token_hits(q, filters=f, exclude=ex, limit=n)) == rank_by_coverage(
                 sq.token_hits(q, filters=f, exclude=ex))[:n]
             same(lambda s: s.token_hits(q, filters=f, exclude=ex, limit=n, order="overlap"))
+            if f == Filters() and ex is None:  # remember's one pass: both orders at once
+                assert same(lambda s: s.token_tops(q, n)) == (
+                    pg.token_hits(q, limit=n), pg.token_hits(q, limit=n, order="overlap"))
         assert all(h.id != "g" for h in hits)
     assert [h.id for h in pg.token_hits([LONG])] == ["e"]
     same(lambda s: s.insight_tokens(["a", "c", "g"]))

@@ -65,6 +65,17 @@ _INSIGHT_COLS = (
 )
 _EDGE_COLS = "source_id, target_id, edge_type, weight, metadata, created_at"
 
+# The two orders of `Store.token_hits` with a limit (their arguments: `_ranked_args`).
+_RANKED = {
+    "coverage": "ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s",
+    "overlap": "ORDER BY hits::float8 / greatest(1, least(%s, n_tokens)) DESC, id ASC LIMIT %s",
+}
+
+
+def _ranked_args(order: str, toks: Sequence[str], limit: int) -> list[int]:
+    return [len(toks), limit] if order == "overlap" else [limit]
+
+
 _UPSERT_EDGE = (
     f"INSERT INTO {{s}}.edges ({_EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
     "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = EXCLUDED.weight, "
@@ -753,30 +764,40 @@ class PostgresStore:
         toks = sorted(set(tokens))
         if not toks:
             return []
+        sql, args = self._token_matches(toks, filters, exclude)
+        if limit is not None:  # ranked and cut by the server: a common token can match a large share of the store
+            sql, args = f"SELECT * FROM ({sql}) m {_RANKED[order]}", [*args, *_ranked_args(order, toks, limit)]
+        return [TokenHit(*r) for r in self._exec(sql, args)]
+
+    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
+        toks = sorted(set(tokens))
+        if not toks:
+            return [], []
+        sql, args = self._token_matches(toks, NO_FILTERS, None)
+        # The postings are read once (the costly part: every row holding a common token) and ranked twice.
+        rows = self._exec(
+            f"WITH m AS MATERIALIZED ({sql}) "
+            f"(SELECT 0, * FROM m {_RANKED['coverage']}) UNION ALL (SELECT 1, * FROM m {_RANKED['overlap']})",
+            [*args, *_ranked_args("coverage", toks, limit), *_ranked_args("overlap", toks, limit)],
+        )
+        tops: tuple[list[TokenHit], list[TokenHit]] = ([], [])
+        for which, *row in rows:
+            tops[which].append(TokenHit(*row))
+        return tops
+
+    def _token_matches(self, toks: list[str], filters: Filters, exclude: str | None) -> tuple[str, list[Any]]:
+        """SQL and arguments of (id, hits, n_tokens, importance, created_at) for every active insight holding
+        one of `toks` (the GIN index finds them; `terms` holds distinct tokens, so the count of those in the
+        query is the number of distinct hits)."""
         where, args = _where(filters)
         if exclude is not None:
             where += " AND id <> %s"
             args.append(exclude)
-        # `terms` holds distinct tokens, so the count of those in the query is the number of distinct hits.
         sql = (
-            "SELECT id, hits, n_tokens, importance, created_at FROM (SELECT id, "
-            "(SELECT count(*) FROM unnest(terms) AS t WHERE t = ANY(%s::text[]))::int AS hits, n_tokens, "
-            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {where}) m"
+            "SELECT id, (SELECT count(*) FROM unnest(terms) AS t WHERE t = ANY(%s::text[]))::int AS hits, n_tokens, "
+            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {where}"
         )
-        tail: list[Any] = []
-        if limit is not None:
-            # Ranked and cut by the server: a common token can match a large share of the store.
-            if order == "overlap":
-                sql += " ORDER BY hits::float8 / greatest(1, least(%s, n_tokens)) DESC, id ASC LIMIT %s"
-                tail = [len(toks), limit]
-            else:
-                sql += " ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT %s"
-                tail = [limit]
-        rows = self._exec(sql, [toks, sorted({term_key(t) for t in toks}), *args, *tail])
-        return [TokenHit(*r) for r in rows]
-
-    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
-        return self.token_hits(tokens, limit=limit), self.token_hits(tokens, limit=limit, order="overlap")
+        return sql, [toks, sorted({term_key(t) for t in toks}), *args]
 
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         ids = list(dict.fromkeys(ids))
