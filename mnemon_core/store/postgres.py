@@ -1250,9 +1250,9 @@ class PostgresStore:
 
     def _drop_indexes(self, cur: Any) -> list[str]:
         """Drop the keys, foreign keys and indexes of the tables a bulk load fills; return the statements that
-        make them again. Building an index once over the loaded rows is many times faster than updating it row
-        by row (and checking a foreign key per row) — at a million insights, hours against minutes. The
-        definitions come from the catalog, so they are the schema's own, whatever migration made them."""
+        make them again. Building an index once over the loaded rows beats updating it row by row and checking a
+        foreign key per row (measured: 7 % less time for the whole `mnemon migrate` at 100k insights, 9 % at 1M).
+        The definitions come from the catalog, so they are the schema's own, whatever migration made them."""
         tables = [f"{self._s}.{t}" for t in _LOADED]
         cons = cur.execute(
             "SELECT conrelid::regclass::text, quote_ident(conname), pg_get_constraintdef(oid), contype "
