@@ -82,6 +82,10 @@ class Turn:
     def content(self) -> str:
         return turn_content(self.speaker, self.text, self.caption)
 
+    @property
+    def session(self) -> str:
+        return "session " + self.dia_id[1:].split(":")[0]
+
 
 @dataclass(frozen=True)
 class Question:
@@ -162,11 +166,15 @@ def load_conversations(path: str | Path, only: Sequence[str] | None = None) -> l
 
 
 def build_draft(conv: Conversation) -> dict[str, Any]:
-    """The import draft (schema v1): one insight per turn, in turn order (index i ↔ conv.turns[i])."""
+    """The import draft (schema v1): one insight per turn, in turn order (index i ↔ conv.turns[i]), each with
+    its session (`D3:7` → "session 3"), so consecutive turns of one session are linked as a conversation."""
     return {
         "schema_version": "1",
         "source": "locomo",
-        "insights": [{"content": t.content, "source": t.speaker, "created_at": t.created_at} for t in conv.turns],
+        "insights": [
+            {"content": t.content, "source": t.speaker, "created_at": t.created_at, "session": t.session}
+            for t in conv.turns
+        ],
     }
 
 
@@ -536,7 +544,7 @@ VARIANTS = (
 
 def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
     """Insight ids for `question`, as `Memory.recall(question, limit=20)` ranks them under `variant`."""
-    from mnemon_core.recall.config import SMART
+    from mnemon_core.recall.config import SPEC
     from mnemon_core.recall.intent import detect_intent
     from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
 
@@ -551,7 +559,7 @@ def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
     try:
         found = smart_recall(
             store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
-            scope=scope_of(None, None), vectors=vectors, config=variant.change(SMART),
+            scope=scope_of(None, None), vectors=vectors, config=variant.change(SPEC),
         )
     finally:
         if not variant.recency:

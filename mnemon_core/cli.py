@@ -63,7 +63,7 @@ def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
 def _remember(a: argparse.Namespace) -> None:
     r = memory(a).remember(
         " ".join(a.content), category=a.cat, importance=a.imp, tags=a.tags, entities=a.entities,
-        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff,
+        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff, session=a.session,
     )
     emit(r)
 
@@ -77,7 +77,7 @@ def _link(a: argparse.Namespace) -> None:
 def _recall(a: argparse.Namespace) -> None:
     r = memory(a).recall(
         " ".join(a.query), limit=a.limit, intent=a.intent, category=a.cat, source=a.source, basic=a.basic,
-        verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars,
+        verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars, recipe=a.recipe,
     )
     if a.brief:  # compact, unindented
         from pydantic import BaseModel
@@ -328,6 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--entity-mode", default="merge", help="merge|provided|auto")
     s.add_argument("--source", default="user")
     s.add_argument("--no-diff", action="store_true", help="insert even an exact duplicate")
+    s.add_argument("--session", default=None, help="conversation this continues (default $MNEMON_SESSION): "
+                   "consecutive remembers of one session are linked")
 
     s = cmd("link", "Create an edge between two insights")
     s.add_argument("source_id")
@@ -346,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--verbose", action="store_true", help="signals and meta")
     s.add_argument("--brief", action="store_true", help="compact excerpts")
     s.add_argument("--excerpt-chars", type=int, default=240)
+    s.add_argument("--recipe", default=None, help="hybrid (default) | spec: the documents' formulas (docs/recall.md)")
     s.add_argument("--smart", action="store_true", help=argparse.SUPPRESS)
 
     s = cmd("search", "Keyword search")

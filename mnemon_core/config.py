@@ -87,6 +87,7 @@ class Settings:
     prune_min_age_s: float = DEFAULT_PRUNE_MIN_AGE_S
     database_url: str | None = None
     origin: str = "cli"  # who writes: "cli", "mcp", "agent" (library); marks oplog rows and link metadata
+    session: str | None = None  # the remember session (MNEMON_SESSION): consecutive remembers are linked
 
     @property
     def db_path(self) -> Path:
@@ -143,6 +144,7 @@ class Settings:
             prune_min_age_s=parse_duration(age) if age is not None else DEFAULT_PRUNE_MIN_AGE_S,
             database_url=database_url or _env("MNEMON_DATABASE_URL"),
             origin=origin,
+            session=_env("MNEMON_SESSION"),
         )
 
 

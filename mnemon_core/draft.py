@@ -32,12 +32,13 @@ from .store import NO_FILTERS, Filters, Store
 from .timeutil import normalise
 from .write.constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from .write.pipeline import resolve, write_insight
-from .write.temporal import backbone_edges
+from .write.temporal import sequence_edges
 from .write.validate import (
     validate_category,
     validate_content,
     validate_entities,
     validate_importance,
+    validate_session,
     validate_source,
     validate_tags,
 )
@@ -121,6 +122,10 @@ class DraftInsight(BaseModel):
     created_at: str | None = Field(
         default=None, description="original time, RFC 3339 (2024-03-15T09:30:00Z); absent means import time"
     )
+    session: str | None = Field(
+        default=None, description="the conversation it belongs to, at most 200 bytes: consecutive items of one "
+        "session (absent: the draft's one session) are linked as a conversation",
+    )
 
     @field_validator("content", mode="before")
     @classmethod
@@ -159,6 +164,16 @@ class DraftInsight(BaseModel):
     @classmethod
     def _source(cls, v: Any) -> str | None:
         return _optional_source(v)
+
+    @field_validator("session", mode="before")
+    @classmethod
+    def _session(cls, v: Any) -> str | None:
+        if v is not None and not isinstance(v, str):
+            raise ValueError("session must be a string")
+        try:
+            return validate_session(v)
+        except ValidationError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("created_at", mode="before")
     @classmethod
@@ -530,7 +545,8 @@ class _Importer:
             chained = dict(self.added)
             for id_, ins in store.get_insights([s for s in self.skipped if s not in chained]).items():
                 chained[id_] = ins.source
-            touched = repair_backbone(store, chained, now)
+            conversation = self._conversation(now)
+            touched = repair_backbone(store, chained, now) | conversation
             edges_inserted = 0
             for e in self.draft.edges:
                 src, dst = self.ids[e.source_index], self.ids[e.target_index]
@@ -548,6 +564,23 @@ class _Importer:
                 exclude=None, now=now, trigger=None,
             )
         return edges_inserted, pruned
+
+
+    def _conversation(self, now: str) -> set[str]:
+        """Conversation edges between consecutive items of one session (in draft order), written before the
+        backbone repair so that a pair that is both keeps its backbone edge. Returns the ids linked."""
+        store, items = self.store, self.draft.insights
+        touched: set[str] = set()
+        for i in range(1, len(items)):
+            a, b = self.ids[i - 1], self.ids[i]
+            if a is None or b is None or a == b or items[i - 1].session != items[i].session:
+                continue
+            if a not in self.added and b not in self.added:  # both were there before this import
+                continue
+            for e in sequence_edges(a, b, now, "conversation"):
+                store.upsert_edge(e)
+            touched.update((a, b))
+        return touched
 
 
 class _BuilderView:
@@ -654,7 +687,7 @@ def repair_backbone(store: Store, chained: dict[str, str], now: str) -> set[str]
             k = end
         for a, b, ia, ib in zip(rows, rows[1:], inside, inside[1:]):
             if ia or ib:
-                for e in backbone_edges(a, b, now):
+                for e in sequence_edges(a.id, b.id, now):
                     store.upsert_edge(e)
                 touched.update((a.id, b.id))
     return touched

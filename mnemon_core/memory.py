@@ -44,12 +44,12 @@ from .models import (
     StatusResult,
 )
 from .store import Store, open_store
-from .text import coverage, token_set
+from .text import coverage, document, token_set
 from .timeutil import days_since, iso
 from .write import candidates, diff
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
-from .write.validate import validate_remember
+from .write.validate import validate_remember, validate_session
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 SEARCH_LIMIT = 10
@@ -70,7 +70,7 @@ def check_limit(limit: int, name: str = "--limit") -> int:
 
 def tokens_of(content: str, tags: Sequence[str], entities: Sequence[str]) -> frozenset[str]:
     """The tokens an insight is found by: content, tags and entities."""
-    return token_set(" ".join([content, *tags, *entities]))
+    return token_set(document(content, tags, entities))
 
 
 class Memory:
@@ -213,9 +213,13 @@ class Memory:
         entity_mode: str | EntityMode = "merge",
         source: str = "user",
         no_diff: bool = False,
+        session: str | None = None,
     ) -> RememberResult:
+        """Store one memory. `session` (else the settings' `MNEMON_SESSION`): the conversation it continues;
+        consecutive remembers of one session are linked by a conversation edge."""
         self._writable("remember")
         inp = validate_remember(content, category, importance, tags, entities, entity_mode, source)
+        session = validate_session(session) or validate_session(self.settings.session)
         vecs = self.embed_texts([inp.content])
         vector = vecs[0] if vecs is not None else None
         store = self.store
@@ -250,7 +254,7 @@ class Memory:
             tokens = tokens_of(ins.content, ins.tags, ents)
             edges, ei = write_insight(
                 store, ins, tokens, vector, self.embedder.name if vector is not None and self.embedder else None,
-                cos, now=now, now_ts=ts,
+                cos, session=session, now=now, now_ts=ts,
             )
             pruned = lifecycle.auto_prune(
                 store, max_insights=self.settings.max_insights, min_age_s=self.settings.prune_min_age_s,
@@ -285,19 +289,23 @@ class Memory:
         verbose: bool = False,
         brief: bool = False,
         excerpt_chars: int = 240,
+        recipe: str | None = None,
     ) -> Any:
-        """Smart recall (spec 5.2): intent → RRF anchors → beam search → rerank (→ WHY causal order).
+        """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order).
 
         Returns a `RecallResult` (compact), a `VerboseRecallResult` (`verbose`), a `BriefRecallResult`
         (`brief`), or for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
-        `category` / `source` scope every signal and the traversal. Every returned insight gets +1 access.
+        `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
+        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access.
         """
         # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
+        from .recall.config import recipe as recipe_named
         from .recall.intent import detect_intent, parse_intent
         from .recall.pipeline import scope_of, smart_recall, vector_input
 
         check_limit(limit)
+        config = recipe_named(recipe)
         if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
             raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
         if brief and verbose:
@@ -318,16 +326,18 @@ class Memory:
         if emb is not None and qvecs is not None:  # the store's ANN index above its threshold, else the matrix
             vectors = vector_input(store, emb.name, qvecs[0], emb.calibration)
         found = smart_recall(
-            store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors
+            store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors,
+            config=config,
         )
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
         self._accessed([r.id for r in results], "recall", f"q={query} hits={len(results)}")
         if verbose:
             return output.verbose(results, insights, chosen, found.meta)
+        evidence = config.confidence == "evidence"
         if brief:
-            return output.brief(results, insights, found.meta, excerpt_chars)
-        return output.compact(results, insights, chosen, found.meta)
+            return output.brief(results, insights, found.meta, excerpt_chars, evidence)
+        return output.compact(results, insights, chosen, found.meta, evidence)
 
     # ------------------------------------------------------------------ import / embed
 

@@ -1,5 +1,5 @@
-"""The tokenizer shared by keyword search, diff, causal overlap and rerank (reference §4.6), and the
-overlap measures built on it.
+"""The tokenizer shared by keyword search, diff, causal overlap and rerank (reference §4.6), the overlap
+measures built on it, and the stemmed terms BM25 ranks by.
 
 Lower-case; split on anything that is not a Unicode letter, digit or combining mark; Han characters are cut
 out of words and each Han run yields overlapping bigrams (a lone Han character yields itself); 80 English
@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
 
 STOPWORDS = frozenset(
     """a an the is are was were be been being have has had do does did will would could should may might
@@ -76,6 +78,33 @@ def tokenize(text: str) -> list[str]:
 
 def token_set(text: str) -> frozenset[str]:
     return frozenset(tokenize(text))
+
+
+def document(content: str, tags: Iterable[str], entities: Iterable[str]) -> str:
+    """The text an insight is searched by: its content, tags and entities."""
+    return " ".join([content, *tags, *entities])
+
+
+_stemmer: Any = None
+
+
+@lru_cache(maxsize=65536)
+def stem(token: str) -> str:
+    """The Snowball English (Porter2) stem of an ASCII token; other tokens (Han bigrams, other scripts, where
+    an English stemmer would only do harm) are their own stem."""
+    if not token.isascii():
+        return token
+    global _stemmer
+    if _stemmer is None:  # imported at the first stem: the CLI's --version and help never pay for it
+        from snowballstemmer.english_stemmer import EnglishStemmer
+
+        _stemmer = EnglishStemmer()
+    return str(_stemmer.stemWord(token))
+
+
+def terms(text: str) -> list[str]:
+    """BM25's view of a text: its tokens in order, duplicates kept (term frequency counts), each stemmed."""
+    return [stem(t) for t in tokenize(text)]
 
 
 def coverage(query: frozenset[str], doc: frozenset[str]) -> float:

@@ -11,7 +11,7 @@ import pytest
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
 from mnemon_core.recall.anchors import Anchor, entity_ranking, fuse, rrf, vector_ranking
-from mnemon_core.recall.config import SMART, RecallConfig, RerankWeights
+from mnemon_core.recall.config import SPEC, RecallConfig, RerankWeights
 from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
 from mnemon_core.recall.rerank import Scored, graph_scores, rank, rerank, why_order
 from mnemon_core.recall.traverse import Edges, beam_search, beam_search_arrays
@@ -86,7 +86,7 @@ def graph_of(edges: list[tuple[str, str, str, float]]):
 
 
 def test_beam_scores_add_lambda1_phi_weight_per_hop():
-    phi = SMART.phi(Intent.WHY)
+    phi = SPEC.phi(Intent.WHY)
     n = graph_of([("a", "b", "causal", 0.5), ("b", "c", "temporal", 1.0)])
     out = beam_search([Anchor("a", 1.0, "keyword")], n, phi, beam_width=15, max_depth=2, max_visited=500)
     assert out.scores["b"] == 1.0 + 0.7 * 0.5  # hop 1
@@ -100,7 +100,7 @@ def test_beam_scores_add_lambda1_phi_weight_per_hop():
 
 
 def test_beam_cosine_term_is_lambda2_times_positive_cosine():
-    phi = SMART.phi(Intent.GENERAL)
+    phi = SPEC.phi(Intent.GENERAL)
     n = graph_of([("a", "b", "semantic", 0.8), ("a", "c", "semantic", 0.8)])
     cos = {"b": 0.5, "c": -0.4}
     out = beam_search([Anchor("a", 1.0, "time")], n, phi, beam_width=10, max_depth=1, max_visited=500,
@@ -114,7 +114,7 @@ def test_beam_respects_depth_width_and_visit_budget():
     edges = [("hub", f"l{i:02d}", "entity", 1.0) for i in range(30)]
     edges += [(f"l{i:02d}", f"c{i:02d}", "entity", 1.0) for i in range(30)]
     n = graph_of(edges)
-    phi = SMART.phi(Intent.ENTITY)
+    phi = SPEC.phi(Intent.ENTITY)
     one = beam_search([Anchor("hub", 1.0, "keyword")], n, phi, beam_width=10, max_depth=1, max_visited=400)
     assert len(one.scores) == 31  # depth 1: only the leaves
     two = beam_search([Anchor("hub", 1.0, "keyword")], n, phi, beam_width=10, max_depth=2, max_visited=400)
@@ -130,7 +130,7 @@ def test_beam_never_leaves_the_scope_the_neighbour_function_allows():
     def scoped(ids):
         return {i: [e for e in base([i])[i] if e[0] != "x"] for i in ids}
 
-    out = beam_search([Anchor("a", 1.0, "keyword")], scoped, SMART.phi(Intent.WHY), beam_width=15, max_depth=5,
+    out = beam_search([Anchor("a", 1.0, "keyword")], scoped, SPEC.phi(Intent.WHY), beam_width=15, max_depth=5,
                       max_visited=500)
     assert set(out.scores) == {"a"}
 
@@ -142,7 +142,7 @@ def test_spec_traversal_budgets_and_weights():
         Intent.WHY: [0.70, 0.20, 0.05, 0.05], Intent.WHEN: [0.15, 0.65, 0.10, 0.10],
         Intent.ENTITY: [0.10, 0.05, 0.55, 0.30], Intent.GENERAL: [0.25, 0.25, 0.25, 0.25],
     }
-    assert SMART.phi(Intent.WHY)["supersedes"] == 0.0
+    assert SPEC.phi(Intent.WHY)["supersedes"] == 0.0
     assert RERANK_WEIGHTS[Intent.WHY] == (0.10, 0.10, 0.30, 0.50)
     assert RERANK_WEIGHTS[Intent.ENTITY] == (0.20, 0.40, 0.20, 0.20)
 
@@ -287,9 +287,9 @@ def test_array_engine_matches_the_reference_beam_search(seed: int):
     lists = {k: [(o, t, w) for (o, t), w in v.items()] for k, v in adj.items()}
     allowed = None if seed % 3 else set(rng.sample(range(n), k=max(1, n * 2 // 3)))
     intent = list(Intent)[seed % 4]
-    phi_map = SMART.phi(intent)
+    phi_map = SPEC.phi(intent)
     phi = np.array([phi_map[t] for t in TYPES])
-    params = SMART.traversal[intent]
+    params = SPEC.traversal[intent]
     width = rng.choice([1, 2, 3, params.beam_width])
     visits = rng.choice([2, 5, 17, params.max_visited])
     cos = {i: rng.choice([0.0, -0.3, 0.2, 0.5, round(rng.random(), 3)]) for i in range(n)} if seed % 2 else None
@@ -324,7 +324,7 @@ def test_array_engine_matches_the_reference_beam_search(seed: int):
 
 
 def test_recall_config_is_data():
-    wide = RecallConfig(traversal={**SMART.traversal})
-    assert wide == SMART
-    assert SMART.anchor_top_k == 20 and SMART.rrf_k == 60 and SMART.vector_min_cos == 0.1
-    assert SMART.lambda1 == 1.0 and SMART.lambda2 == 0.4 and SMART.superseded_factor == 0.25
+    wide = RecallConfig(traversal={**SPEC.traversal})
+    assert wide == SPEC
+    assert SPEC.anchor_top_k == 20 and SPEC.rrf_k == 60 and SPEC.vector_min_cos == 0.1
+    assert SPEC.lambda1 == 1.0 and SPEC.lambda2 == 0.4 and SPEC.superseded_factor == 0.25

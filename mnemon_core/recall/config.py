@@ -1,4 +1,10 @@
-"""Recall as data: a `RecallConfig` whose defaults are the spec's constants, and the named recipe `SMART`.
+"""Recall as data: a `RecallConfig` whose defaults are the spec's constants, and the named recipes.
+
+- `SPEC`: the documents' formulas exactly (coverage keyword score, additive beam-search graph score, per-intent
+  rerank table, confidence from the score alone, WHY order over the whole list).
+- `HYBRID`, the default: BM25 keyword score, relevance that flows over the graph (`flow.py`), who said it as an
+  entity, one fitted weight set, confidence from the evidence, WHY order within causal chains. Each departure
+  and the measurement behind it: docs/recall.md.
 
 A variant (a wider beam, other rerank weights) is one changed value, so recipes can be compared side by side
 (`benchmarks/`), and every step takes the numbers it needs from here rather than from globals.
@@ -6,12 +12,15 @@ A variant (a wider beam, other rerank weights) is one changed value, so recipes 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ValidationError
 from ..models import EdgeType, Intent
 from . import constants as C
 
-__all__ = ["SMART", "RecallConfig", "RerankWeights", "Traversal"]
+__all__ = ["DEFAULT_RECIPE", "HYBRID", "RECIPES", "SPEC", "Flow", "RecallConfig", "RerankWeights", "Traversal", "recipe"]
 
 
 class Traversal(BaseModel):
@@ -42,6 +51,17 @@ class RerankWeights(BaseModel):
         return self.keyword / total, self.entity / total, 0.0, self.graph / total
 
 
+class Flow(BaseModel):
+    """How far relevance flows from the anchors (`flow.py`), and what each kind of edge passes on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    hops: int = Field(ge=1, description="edges a path may have")
+    decay: float = Field(ge=0, le=1, description="factor per edge after the first")
+    expand: int = Field(ge=1, description="nodes of each level past the anchors whose edges are followed")
+    sub_type_factor: dict[str, float] = Field(description="factor of a temporal sub-type (1 when absent)")
+
+
 def _traversal() -> dict[Intent, Traversal]:
     return {i: Traversal(beam_width=b, max_depth=d, max_visited=v) for i, (b, d, v) in C.TRAVERSAL.items()}
 
@@ -69,7 +89,32 @@ class RecallConfig(BaseModel):
     edge_weights: dict[Intent, dict[EdgeType, float]] = Field(default_factory=_edge_weights)
     traversal: dict[Intent, Traversal] = Field(default_factory=_traversal)
     rerank_weights: dict[Intent, RerankWeights] = Field(default_factory=_rerank)
+    rerank_weights_no_vectors: dict[Intent, RerankWeights] | None = Field(
+        default=None, description="weights without vectors; None: the others with similarity dropped, rescaled"
+    )
     superseded_factor: float = Field(default=C.SUPERSEDED_FACTOR)
+    # What the recipes differ in (the defaults are the spec's).
+    keyword: Literal["coverage", "bm25"] = Field(
+        default="coverage", description="coverage: share of the query's tokens; bm25: BM25 over stemmed terms"
+    )
+    graph: Literal["beam", "flow"] = Field(
+        default="beam", description="beam: the spec's additive beam-search score; flow: relevance from neighbours"
+    )
+    flow: Flow | None = Field(default=None, description="the flow's reach (graph = flow)")
+    source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
+    confidence: Literal["score", "evidence"] = Field(
+        default="score", description="score: from the rounded score; evidence: low without a keyword, entity or "
+        "semantic match"
+    )
+    why_order: Literal["all", "chains"] = Field(
+        default="all", description="all: Kahn's order over the whole list; chains: only within causal chains"
+    )
+
+    def weights(self, intent: Intent, has_vectors: bool) -> tuple[float, float, float, float]:
+        """(kw, ent, sim, graph) of the rerank for this intent."""
+        if not has_vectors and self.rerank_weights_no_vectors is not None:
+            return self.rerank_weights_no_vectors[intent].effective(True)
+        return self.rerank_weights[intent].effective(has_vectors)
 
     def phi(self, intent: Intent) -> dict[str, float]:
         """φ of every edge type (plain strings, 0 for types without a weight, e.g. supersedes)."""
@@ -77,4 +122,32 @@ class RecallConfig(BaseModel):
         return {str(t): float(weights.get(t, 0.0)) for t in EdgeType}
 
 
-SMART = RecallConfig()
+SPEC = RecallConfig()
+
+
+def _all_intents(kw: float, ent: float, sim: float, graph: float) -> dict[Intent, RerankWeights]:
+    return dict.fromkeys(Intent, RerankWeights(keyword=kw, entity=ent, similarity=sim, graph=graph))
+
+
+HYBRID = RecallConfig(
+    keyword="bm25",
+    graph="flow",
+    flow=Flow(hops=C.FLOW_HOPS, decay=C.FLOW_DECAY, expand=C.FLOW_EXPAND, sub_type_factor=dict(C.FLOW_SUB_TYPE)),
+    edge_weights={i: dict(w) for i, w in C.FLOW_EDGE_WEIGHTS.items()},
+    rerank_weights=_all_intents(*C.HYBRID_WEIGHTS),
+    rerank_weights_no_vectors=_all_intents(*C.HYBRID_WEIGHTS_NO_VECTORS),
+    source_entity=True,
+    confidence="evidence",
+    why_order="chains",
+)
+
+RECIPES: dict[str, RecallConfig] = {"hybrid": HYBRID, "spec": SPEC}
+DEFAULT_RECIPE = "hybrid"
+
+
+def recipe(name: str | None) -> RecallConfig:
+    """The recipe called `name` (None: the default)."""
+    key = DEFAULT_RECIPE if name is None else str(name).strip().lower()
+    if key not in RECIPES:
+        raise ValidationError(f"unknown recipe {name!r}: use {' or '.join(RECIPES)}", field="recipe")
+    return RECIPES[key]

@@ -41,6 +41,32 @@ RERANK_WEIGHTS: dict[Intent, tuple[float, float, float, float]] = {
 }
 SUPERSEDED_FACTOR = 0.25  # [L] score × this for any target of a `supersedes` edge
 
+# ---- the `hybrid` recipe (docs/recall.md): the departures from the spec and the values fitted for them
+
+# Flow (flow.py): relevance reaches a node over at most FLOW_HOPS edges; every edge after the first multiplies
+# it by FLOW_DECAY; past the anchors, the edges of the FLOW_EXPAND best nodes of a level are followed.
+FLOW_HOPS = 2
+FLOW_DECAY = 0.9
+FLOW_EXPAND = 60
+# A temporal edge passes on its weight × φ × this factor of its sub-type (1 when absent): a proximity link
+# ("within a day") says less than a conversation step or the source's backbone.
+FLOW_SUB_TYPE: dict[str, float] = {"proximity": 0.3}
+# φ of the flow per intent, the type the intent cares most about at 1. The spec's φ (EDGE_WEIGHTS) divided by
+# the intent's largest, except temporal, which is 1 for every intent: the order of a conversation is the
+# context of every kind of question.
+FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
+    i: {**{t: round(v / max(w.values()), 4) for t, v in w.items()}, EdgeType.temporal: 1.0}
+    for i, w in EDGE_WEIGHTS.items()
+}
+# Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold
+# cross-validation on the LoCoMo dev conversations (benchmarks/RESULTS.md).
+HYBRID_WEIGHTS = (0.20, 0.06, 0.30, 0.44)
+HYBRID_WEIGHTS_NO_VECTORS = (0.45, 0.14, 0.0, 0.41)
+# Evidence confidence: a result without a keyword or entity match whose calibrated cosine is below this is
+# "low", whatever its score.
+CONFIDENCE_MIN_SIMILARITY = 0.5
+NO_MATCH_HINT = "no_match"
+
 # Output (reference §4.5)
 CONFIDENCE_LOW = 0.25  # rounded score < this → "low"
 CONFIDENCE_HIGH = 0.6  # rounded score < this → "medium", else "high"

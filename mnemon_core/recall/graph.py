@@ -27,6 +27,10 @@ __all__ = ["EDGE_TYPES", "GraphView", "graph_view"]
 # Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
 EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))
 _TYPE_CODE = {t: i for i, t in enumerate(EDGE_TYPES)}
+# Temporal sub-type code = position (0: not temporal, or a sub-type of its own). Where one pair has two temporal
+# edges of equal weight (a conversation step that is also a backbone or proximity link), the lower code wins.
+SUB_TYPES: tuple[str, ...] = ("", "conversation", "backbone", "proximity")
+_SUB_CODE = {t: i for i, t in enumerate(SUB_TYPES)}
 
 _views: weakref.WeakKeyDictionary[Store, GraphView] = weakref.WeakKeyDictionary()
 
@@ -74,6 +78,7 @@ class GraphView:
         self._nbr = np.zeros(0, dtype=np.int64)
         self._etype = np.zeros(0, dtype=np.int64)
         self._weight = np.zeros(0, dtype=np.float64)
+        self._sub = np.zeros(0, dtype=np.int64)
         self._edge_n = 0
         # Attributes by index; `_known` marks rows fetched, `_active` those that exist and are not deleted.
         self._known = np.zeros(0, dtype=bool)
@@ -81,9 +86,12 @@ class GraphView:
         self.importance = np.zeros(0, dtype=np.int64)
         self.created: list[str] = []
         self.created_key = np.zeros(0, dtype=np.int64)  # created_at as epoch seconds (orders like the text)
-        # Postings of query tokens / entities: sorted node indices of the active insights holding them.
+        # Postings of query tokens / entities / sources: sorted node indices of the active insights holding
+        # them; of stemmed terms: (sorted nodes, each one's BM25 score for the term).
         self._tokens: dict[str, np.ndarray] = {}
         self._entities: dict[str, np.ndarray] = {}
+        self._sources: dict[str, np.ndarray] = {}
+        self._terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._cat = np.zeros(0, dtype=np.int64)
         self._src = np.zeros(0, dtype=np.int64)
         self._codes: dict[str, int] = {}
@@ -232,6 +240,30 @@ class GraphView:
                 out.append(hit)
         return out
 
+    def source_postings(self, names: Sequence[str]) -> list[np.ndarray]:
+        """For each (lower-case) name: the active insights whose source it is, as sorted node indices."""
+        missing = [n for n in names if n not in self._sources]
+        if missing:
+            found = self.store.source_hits(missing)
+            for n in missing:
+                self._sources[n] = np.unique(self.intern(found.get(n, [])))
+        return [self._sources[n] for n in names]
+
+    def term_postings(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each stemmed term: (sorted nodes holding it, their BM25 score for it), asked of the store once
+        per term and store version."""
+        out = []
+        for term in terms:
+            hit = self._terms.get(term)
+            if hit is None:
+                rows = self.store.term_scores(term)
+                nodes = self.intern([r[0] for r in rows])
+                scores = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+                order = np.argsort(nodes, kind="stable")
+                hit = self._terms[term] = (nodes[order], scores[order])
+            out.append(hit)
+        return out
+
     # ------------------------------------------------------------------ edges
 
     def _ensure_adj(self, nodes: np.ndarray) -> None:
@@ -247,20 +279,21 @@ class GraphView:
             dst = self.intern(cols[1])
             etype = np.fromiter((_TYPE_CODE.get(t, -1) for t in cols[2]), dtype=np.int64, count=len(rows))
             weight = np.fromiter((0.0 if w is None else w for w in cols[3]), dtype=np.float64, count=len(rows))
+            sub = np.fromiter((_SUB_CODE.get(t or "", 0) for t in cols[4]), dtype=np.int64, count=len(rows))
             ok = (etype >= 0) & (src != dst)
-            src, dst, etype, weight = src[ok], dst[ok], etype[ok], weight[ok]
-            order = np.lexsort((-weight, etype, self.id_rank(dst), src))
-            src, dst, etype, weight = src[order], dst[order], etype[order], weight[order]
+            src, dst, etype, weight, sub = src[ok], dst[ok], etype[ok], weight[ok], sub[ok]
+            order = np.lexsort((sub, -weight, etype, self.id_rank(dst), src))
+            src, dst, etype, weight, sub = src[order], dst[order], etype[order], weight[order], sub[order]
             first = np.ones(src.size, dtype=bool)  # the heaviest of each (node, neighbour, type)
             first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (etype[1:] != etype[:-1])
-            src, dst, etype, weight = src[first], dst[first], etype[first], weight[first]
+            src, dst, etype, weight, sub = src[first], dst[first], etype[first], weight[first], sub[first]
         else:
-            src = dst = etype = np.zeros(0, dtype=np.int64)
+            src = dst = etype = sub = np.zeros(0, dtype=np.int64)
             weight = np.zeros(0, dtype=np.float64)
         lo = self._edge_n
         self._reserve(src.size)
         hi = lo + src.size
-        self._nbr[lo:hi], self._etype[lo:hi], self._weight[lo:hi] = dst, etype, weight
+        self._nbr[lo:hi], self._etype[lo:hi], self._weight[lo:hi], self._sub[lo:hi] = dst, etype, weight, sub
         self._edge_n = hi
         begin = np.searchsorted(src, missing)
         self._start[missing] = lo + begin
@@ -273,11 +306,12 @@ class GraphView:
             self._nbr = _grown(self._nbr, cap)
             self._etype = _grown(self._etype, cap)
             self._weight = _grown(self._weight, cap)
+            self._sub = _grown(self._sub, cap)
 
     def edges(self, nodes: np.ndarray) -> Edges:
         """Flat adjacency of nodes (loaded on first use), for `beam_search_arrays`."""
         self._ensure_adj(nodes)
-        return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight)
+        return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight, self._sub)
 
     def neighbours(self, ids: Sequence[str], scope: Filters | None = None) -> dict[str, list[tuple[str, str, float]]]:
         """Plain-data view for `traverse.beam_search`: id → [(neighbour id, edge type, weight)], sorted by

@@ -1,8 +1,10 @@
 """Recall output shapes (reference §1.2, §4.5): compact (default), `--verbose`, `--brief`, and the hint.
 
 Compact and brief round the score half away from zero to 3 decimals and take the confidence label from the
-*rounded* score (< 0.25 low, < 0.6 medium, else high). Brief replaces the content with a whitespace-collapsed
-excerpt of at most `--excerpt-chars` characters (ending in "…" when cut).
+*rounded* score (< 0.25 low, < 0.6 medium, else high). With the `hybrid` recipe's evidence rule, a result that
+matched none of the query's words or entities and is not close in meaning (calibrated cosine below 0.5) is
+"low" whatever its score: it was found only through the graph or the recency signal. Brief replaces the
+content with a whitespace-collapsed excerpt of at most `--excerpt-chars` characters (ending in "…" when cut).
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..models import Insight, Intent
-from .constants import CONFIDENCE_HIGH, CONFIDENCE_LOW, DETAIL_COMMAND, SCORE_DECIMALS, SPARSE_HINT
+from .config import RecallConfig
+from .constants import (
+    CONFIDENCE_HIGH,
+    CONFIDENCE_LOW,
+    CONFIDENCE_MIN_SIMILARITY,
+    DETAIL_COMMAND,
+    NO_MATCH_HINT,
+    SCORE_DECIMALS,
+    SPARSE_HINT,
+)
 from .rerank import Scored
 from .results import (
     BriefHit,
@@ -34,17 +45,25 @@ def round_score(score: float, decimals: int = SCORE_DECIMALS) -> float:
     return math.copysign(math.floor(abs(scaled) + 0.5), scaled) / scale
 
 
-def confidence(rounded: float) -> str:
-    if rounded < CONFIDENCE_LOW:
+def matched(r: Scored) -> bool:
+    """The result shares a word or an entity with the query, or is close to it in meaning."""
+    return r.keyword > 0 or r.entity > 0 or r.similarity >= CONFIDENCE_MIN_SIMILARITY
+
+
+def confidence(rounded: float, result: Scored | None = None, evidence: bool = False) -> str:
+    if rounded < CONFIDENCE_LOW or (evidence and result is not None and not matched(result)):
         return "low"
     if rounded < CONFIDENCE_HIGH:
         return "medium"
     return "high"
 
 
-def hint(n_results: int, limit: int) -> str:
-    """"sparse_results" when nothing came back or fewer than limit/2 (integer division)."""
-    return SPARSE_HINT if n_results == 0 or n_results < limit // 2 else ""
+def hint(results: Sequence[Scored], limit: int, config: RecallConfig | None = None) -> str:
+    """"sparse_results" when nothing came back or fewer than limit/2 (integer division); with the evidence
+    rule, "no_match" when results came back but none of them matches the query (see `matched`)."""
+    if config is not None and config.confidence == "evidence" and results and not any(map(matched, results)):
+        return NO_MATCH_HINT
+    return SPARSE_HINT if not results or len(results) < limit // 2 else ""
 
 
 def excerpt(content: str, max_chars: int) -> str:
@@ -56,7 +75,8 @@ def excerpt(content: str, max_chars: int) -> str:
 
 
 def compact(
-    results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta
+    results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta,
+    evidence: bool = False,
 ) -> RecallResult:
     hits = []
     for r in results:
@@ -65,7 +85,7 @@ def compact(
         hits.append(
             RecallHit(
                 id=r.id, content=ins.content, category=ins.category, importance=ins.importance, intent=intent,
-                matched_via=r.via, confidence=confidence(score), score=score, superseded=r.superseded,
+                matched_via=r.via, confidence=confidence(score, r, evidence), score=score, superseded=r.superseded,
             )
         )
     return RecallResult(results=hits, hint=meta.hint, meta=meta)
@@ -86,7 +106,8 @@ def verbose(
 
 
 def brief(
-    results: Sequence[Scored], insights: Mapping[str, Insight], meta: RecallMeta, max_chars: int
+    results: Sequence[Scored], insights: Mapping[str, Insight], meta: RecallMeta, max_chars: int,
+    evidence: bool = False,
 ) -> BriefRecallResult:
     hits = []
     for r in results:
@@ -94,7 +115,7 @@ def brief(
         score = round_score(r.score)
         hits.append(
             BriefHit(id=r.id, excerpt=excerpt(ins.content, max_chars), category=ins.category, score=score,
-                     confidence=confidence(score), superseded=r.superseded)
+                     confidence=confidence(score, r, evidence), superseded=r.superseded)
         )
     return BriefRecallResult(
         results=hits, hint=meta.hint, detail_command=DETAIL_COMMAND if hits else "", meta=meta

@@ -1,11 +1,14 @@
-"""Smart recall, start to end (spec §5.2): anchors (RRF over four signals) → beam search → rerank → WHY order.
+"""Smart recall, start to end (spec §5.2): anchors (RRF over four signals) → graph → rerank → WHY order.
 
 `smart_recall` takes the intent already decided and the query vector already embedded (`Memory.recall` does
 both, and the access bump and output shaping after); everything in between is here, reading the store only
 through the `GraphView` memo and a few batched signal queries, all inside the category/source scope.
 
-`engine="arrays"` (the default) runs the beam search and rerank as numpy array operations; `"reference"` runs
-the plain-Python versions of the same steps over ids. They give the same results (the tests hold them to it).
+The recipe (`RecallConfig`) picks the keyword score (the spec's token coverage, or BM25), the graph step (the
+spec's beam search, or the relevance flow of `flow.py`) and how confidence, hint and WHY order are decided.
+For the beam, `engine="arrays"` (the default) runs the beam search and rerank as numpy array operations;
+`"reference"` runs the plain-Python versions of the same steps over ids. They give the same results (the
+tests hold them to it).
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from ..embed import Calibration
 from ..entities import ASCII_WORD_RE, extract_entities, query_entities
 from ..models import REVERSE_KEY, REVERSE_VALUE, EdgeType, Intent
 from ..store import Filters, Store
-from ..text import token_set
+from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
-from .config import SMART, RecallConfig
-from .graph import EDGE_TYPES, GraphView, graph_view
+from .config import SPEC, RecallConfig
+from .flow import relevance_flow
+from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
-from .rerank import Scored, rank, rerank, rerank_arrays, top_arrays, why_order
+from .rerank import Scored, rank, rerank, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search, beam_search_arrays
 
@@ -74,7 +78,8 @@ class Outcome(NamedTuple):
 
 class _Signals(NamedTuple):
     anchors: list[Anchor]
-    keyword: tuple[np.ndarray, np.ndarray]  # (sorted nodes holding a query token, share of the tokens held)
+    # (sorted nodes holding a query token, their keyword score: share of the tokens held, or BM25 / the best)
+    keyword: tuple[np.ndarray, np.ndarray]
     entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
     cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
@@ -94,7 +99,7 @@ def smart_recall(
     limit: int,
     scope: Filters,
     vectors: VectorInput | None = None,
-    config: RecallConfig = SMART,
+    config: RecallConfig = SPEC,
     engine: Literal["arrays", "reference"] = "arrays",
 ) -> Outcome:
     view = graph_view(store)
@@ -104,15 +109,18 @@ def smart_recall(
         view.sync()
         view.use_vectors(vectors.ids if vectors is not None else [])
         sig = _signals(store, view, query, scope, vectors, config)
-        run = _run_arrays if engine == "arrays" else _run_reference
+        if config.graph == "flow":
+            run = _run_flow
+        else:
+            run = _run_arrays if engine == "arrays" else _run_reference
         results, traversed = run(view, sig, intent, scope, limit, config)
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
         forward = [(e.source_id, e.target_id) for e in causal if e.metadata.get(REVERSE_KEY) != REVERSE_VALUE]
-        results = why_order(results, forward)
+        results = why_chains(results, forward) if config.why_order == "chains" else why_order(results, forward)
     meta = RecallMeta(
         intent=intent, intent_source=intent_source, anchor_count=len(sig.anchors), traversed=traversed,
-        hint=hint(len(results), limit),
+        hint=hint(results, limit, config),
     )
     return Outcome(results, meta)
 
@@ -125,13 +133,21 @@ def _signals(
 ) -> _Signals:
     k = config.anchor_top_k
     scoped = scope.category is not None or scope.source is not None
-    tokens = sorted(token_set(query))
+    bm25 = config.keyword == "bm25"
+    tokens = [] if bm25 else sorted(token_set(query))
     entities = _query_entities(store, query)
+    if config.source_entity:
+        entities = sorted({*entities, *_query_sources(view, query)})
     posts = view.postings(tokens, entities)
 
-    # Signal 1: keyword — coverage of the query's tokens, which is also the rerank's keyword score.
-    keyword = _shares(view, posts[: len(tokens)], scope)
-    keyword_rank = _top(view, keyword, len(tokens), k)
+    # Signal 1: keyword — coverage of the query's tokens, or BM25 of its stemmed terms; either score, BM25
+    # divided by the best of this query, is also the rerank's keyword term.
+    if bm25:
+        keyword = _bm25(view, view.term_postings(list(dict.fromkeys(terms(query)))), scope)
+        keyword_rank = _top_scores(view, keyword, k)
+    else:
+        keyword = _shares(view, posts[: len(tokens)], scope)
+        keyword_rank = _top(view, keyword, len(tokens), k)
 
     # Signal 2: vector (calibrated cosine > 0.1), only with a query vector and stored vectors.
     cosines = None
@@ -153,8 +169,12 @@ def _signals(
     # Signal 3: recency, always.
     time_rank = [ins.id for ins in store.latest(limit=k, filters=scope)]
 
-    # Signal 4: entity — share of the query's entities an insight names (the same extractor as remember).
-    entity = _shares(view, posts[len(tokens) :], scope)
+    # Signal 4: entity — share of the query's entities an insight names (the same extractor as remember);
+    # with `source_entity`, an insight whose source the query names counts as naming it.
+    entity_posts = posts[len(tokens) :]
+    if config.source_entity:
+        entity_posts = [np.union1d(p, s) for p, s in zip(entity_posts, view.source_postings(entities))]
+    entity = _shares(view, entity_posts, scope)
     entity_rank = _top(view, entity, len(entities), k)
 
     anchors = fuse(
@@ -210,6 +230,42 @@ def _query_entities(store: Store, query: str) -> list[str]:
     candidates = [*words, *extract_entities(query)]
     known = store.known_entities(candidates, casefold=True).values() if candidates else ()
     return sorted({e.lower() for e in query_entities(query, set(known)) if e})
+
+
+def _query_sources(view: GraphView, query: str) -> list[str]:
+    """The query's words (lower-case) that are the source of an active insight: who said it."""
+    words = {w.lower() for w in [*ASCII_WORD_RE.findall(query), *extract_entities(query)]}
+    names = sorted(w for w in words if w)
+    return [n for n, hit in zip(names, view.source_postings(names)) if hit.size]
+
+
+def _bm25(
+    view: GraphView, postings: list[tuple[np.ndarray, np.ndarray]], scope: Filters
+) -> tuple[np.ndarray, np.ndarray]:
+    """(nodes in scope holding ≥ 1 of the terms, their BM25 over the terms / the best of them)."""
+    if not postings:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    nodes, inverse = np.unique(np.concatenate([p[0] for p in postings]), return_inverse=True)
+    score = np.bincount(inverse, weights=np.concatenate([p[1] for p in postings]), minlength=nodes.size)
+    if scope.category is not None or scope.source is not None:
+        keep = view.scope_mask(nodes, scope)
+        nodes, score = nodes[keep], score[keep]
+    top = float(score.max()) if score.size else 0.0
+    return nodes, (score / top if top > 0 else np.zeros_like(score))
+
+
+def _top_scores(view: GraphView, hits: tuple[np.ndarray, np.ndarray], k: int) -> list[str]:
+    """Ids of the k best hits by score, then importance, newer, id."""
+    nodes, score = hits
+    if nodes.size == 0:
+        return []
+    if nodes.size > k:  # only what can make the cut is ordered on the full key
+        cut = np.partition(score, nodes.size - k)[nodes.size - k]
+        keep = score >= cut
+        nodes, score = nodes[keep], score[keep]
+    view.ensure_meta(nodes)
+    rows = np.lexsort((view.id_rank(nodes), -view.created_key[nodes], -view.importance[nodes], -score))[:k]
+    return [view.ids[n] for n in nodes[rows].tolist()]
 
 
 def _shares(view: GraphView, postings: list[np.ndarray], scope: Filters) -> tuple[np.ndarray, np.ndarray]:
@@ -272,7 +328,7 @@ def _run_arrays(
     superseded = np.isin(nodes, view.superseded())
     score, graph, sim = rerank_arrays(
         walked.scores,
-        weights=config.rerank_weights[intent].effective(cosine_of is not None),
+        weights=config.weights(intent, cosine_of is not None),
         keyword=keyword,
         entity=entity,
         similarity=similarity,
@@ -295,6 +351,55 @@ def _run_arrays(
             Scored(ids[node], float(score[r]), via, float(keyword[r]), float(entity[r]), float(sim[r]),
                    float(graph[r]), bool(superseded[r]))
         )
+    return out, int(nodes.shape[0])
+
+
+def _run_flow(
+    view: GraphView, sig: _Signals, intent: Intent, scope: Filters, limit: int, config: RecallConfig
+) -> tuple[list[Scored], int]:
+    """Anchors → relevance flow (`flow.py`) → rerank with the flow as the graph term."""
+    if not sig.anchors:
+        return [], 0
+    assert config.flow is not None
+    cosine_of = sig.cosine_of
+    w_kw, w_ent, w_sim, w_gr = config.weights(intent, cosine_of is not None)
+    direct = w_kw + w_ent + w_sim
+
+    def signals(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(keyword, entity, similarity, relevance) of nodes: relevance = their weighted sum, scaled to [0, 1]."""
+        kw = _lookup(*sig.keyword, nodes)
+        ent = _lookup(*sig.entity, nodes)
+        sim = np.maximum(0.0, cosine_of(nodes)) if cosine_of is not None else np.zeros(nodes.shape[0])
+        rel = (w_kw * kw + w_ent * ent + w_sim * sim) / direct if direct > 0 else np.zeros(nodes.shape[0])
+        return kw, ent, sim, rel
+
+    anchor_nodes = view.intern([a.id for a in sig.anchors])
+    phi_by_type = config.phi(intent)
+    phi = np.array([phi_by_type.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
+    sub = np.array([config.flow.sub_type_factor.get(t, 1.0) for t in SUB_TYPES], dtype=np.float64)
+    flowed = relevance_flow(
+        anchor_nodes, signals(anchor_nodes)[3], _Scoped(view, scope), phi, sub,
+        hops=config.flow.hops, decay=config.flow.decay, expand=config.flow.expand,
+    )
+    nodes = flowed.nodes
+    kw, ent, sim, _ = signals(nodes)
+    superseded = np.isin(nodes, view.superseded())
+    score = w_kw * kw + w_ent * ent + w_sim * sim + w_gr * flowed.graph
+    score = np.where(superseded, score * config.superseded_factor, score)
+    view.ensure_meta(nodes)
+    ids = view.ids
+    rows = top_arrays(
+        score, lambda r: view.importance[nodes[r]], lambda r: (view.created[int(nodes[r])], ids[int(nodes[r])]),
+        limit,
+    )
+    labels = {a.id: a.via for a in sig.anchors}
+    out = []
+    for r in rows:
+        node = int(nodes[r])
+        id_ = ids[node]
+        via = labels.get(id_) or EDGE_TYPES[int(flowed.via_type[r])]
+        out.append(Scored(id_, float(score[r]), via, float(kw[r]), float(ent[r]), float(sim[r]),
+                          float(flowed.graph[r]), bool(superseded[r])))
     return out, int(nodes.shape[0])
 
 
@@ -354,7 +459,7 @@ def _run_reference(
     scored = rerank(
         walked.scores,
         walked.via,
-        weights=config.rerank_weights[intent].effective(cosine is not None),
+        weights=config.weights(intent, cosine is not None),
         keyword={view.ids[n]: v for n, v in zip(sig.keyword[0].tolist(), sig.keyword[1].tolist())},
         entity={view.ids[n]: v for n, v in zip(sig.entity[0].tolist(), sig.entity[1].tolist())},
         similarity=cosine,

@@ -11,7 +11,9 @@ when they are equal). A target of a `supersedes` edge is multiplied by 0.25 and 
 score, then importance, newer, id — so the same store and query always give the same list.
 
 For WHY, the cut list is re-ordered with Kahn's algorithm over the causal edges among the results: causes
-before effects, ready nodes taken best-ranked first, nodes caught in a cycle appended in rank order.
+before effects, ready nodes taken best-ranked first, nodes caught in a cycle appended in rank order. The
+`hybrid` recipe applies that order only inside each causal chain (`why_chains`), so a best answer without a
+cause is not pushed below a chain of weaker ones.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from .constants import SUPERSEDED_FACTOR
 
-__all__ = ["Scored", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_order"]
+__all__ = ["Scored", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_chains", "why_order"]
 
 
 class Scored(NamedTuple):
@@ -160,3 +162,32 @@ def why_order(results: Sequence[Scored], causal: Iterable[tuple[str, str]]) -> l
         taken = set(order)
         order.extend(i for i in range(len(results)) if i not in taken)
     return [results[i] for i in order]
+
+
+def why_chains(results: Sequence[Scored], causal: Iterable[tuple[str, str]]) -> list[Scored]:
+    """WHY order within causal chains: the results joined by causal edges (among themselves) form chains; each
+    chain is put in `why_order`, starting where its best-ranked member stood; every result outside a chain
+    keeps its place in score order."""
+    pos = {r.id: i for i, r in enumerate(results)}
+    parent = list(range(len(results)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    links = [(src, dst) for src, dst in set(causal) if src in pos and dst in pos and src != dst]
+    for src, dst in links:
+        a, b = root(pos[src]), root(pos[dst])
+        if a != b:
+            parent[max(a, b)] = min(a, b)  # the root is the chain's best-ranked member
+    chains: dict[int, list[Scored]] = {}
+    for i, r in enumerate(results):
+        chains.setdefault(root(i), []).append(r)
+    out: list[Scored] = []
+    for i in range(len(results)):
+        if root(i) == i:
+            members = chains[i]
+            out.extend(why_order(members, links) if len(members) > 1 else members)
+    return out

@@ -135,6 +135,7 @@ class Edges(NamedTuple):
     nbr: np.ndarray  # int64 node index
     etype: np.ndarray  # int64 edge type code (index into φ; codes in type-name order)
     weight: np.ndarray  # float64
+    sub: np.ndarray | None = None  # int64 temporal sub-type code (`graph.SUB_TYPES`), where the graph has them
 
 
 class ArrayGraph(Protocol):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..models import Edge, Insight, OplogEntry
-from ..text import token_set
+from ..text import document, token_set
 from .postgres import DumpRow
 
 __all__ = ["Checksum", "DumpRow", "sqlite_insights", "sqlite_oplog"]
@@ -44,7 +44,7 @@ def sqlite_insights(store: Any) -> Iterator[DumpRow]:
     for r in cur:
         ins = _insight(r)
         if r[14] is None:
-            toks = token_set(" ".join([ins.content, *ins.tags, *ins.entities]))
+            toks = token_set(document(ins.content, ins.tags, ins.entities))
         else:
             toks = frozenset(r[14].split())
         blob = r[15]

@@ -2,8 +2,10 @@
 
 Schema as reference §2.2 plus what the Python engine adds beside it: `stored_at` (prune grace), the vector's
 model and a change sequence (`vec_seq`, see `vectors.py`), each insight's distinct-token count, an
-`insight_entities` index (entity edges, the entity signal, the known-entity path) and an FTS5 table over the
-pre-tokenised text (keyword signal: which insights hold which query tokens).
+`insight_entities` index (entity edges, the entity signal, the known-entity path), an FTS5 table over the
+pre-tokenised text (the spec's keyword coverage: which insights hold which query tokens), a second FTS5 table
+over the stemmed terms of active insights (BM25, `bm25()`), and the last insight of each remember session
+(conversation edges).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..models import Edge, Insight, OplogEntry
+from ..text import document, terms, token_set
 from .base import NO_FILTERS, Filters, TokenHit
 from .vectors import VectorCache, decode, encode
 
@@ -156,15 +159,13 @@ def _m003_indexes_and_search(db: sqlite3.Connection) -> None:
         """
     )
     # Backfill the side tables of rows written by an older release.
-    from ..text import token_set
-
     rows = db.execute(
         "SELECT rowid, id, content, tags, entities FROM insights "
         "WHERE rowid NOT IN (SELECT rowid FROM insights_fts)"
     ).fetchall()
     for rowid, id_, content, tags, entities in rows:
         ents = json.loads(entities or "[]")
-        toks = token_set(" ".join([content, *json.loads(tags or "[]"), *ents]))
+        toks = token_set(document(content, json.loads(tags or "[]"), ents))
         db.execute("INSERT INTO insights_fts(rowid, terms) VALUES (?, ?)", (rowid, " ".join(toks)))
         db.execute("UPDATE insights SET n_tokens = ? WHERE rowid = ?", (len(toks), rowid))
         db.executemany(
@@ -210,8 +211,33 @@ def _m005_entity_recency(db: sqlite3.Connection) -> None:
     )
 
 
+def _m006_bm25_and_conversations(db: sqlite3.Connection) -> None:
+    """BM25 over stemmed terms with real term frequencies: an FTS5 table holding each active insight's terms in
+    order (`text.terms`, already lower-cased and split, so the `ascii` tokenizer only splits on the spaces);
+    soft-deleted insights leave it, so its row count and average length are those of the live store. A
+    case-insensitive index on source (who said it counts as an entity of the query). The tail of each
+    remember session (conversation edges)."""
+    _script(
+        db,
+        """
+        CREATE VIRTUAL TABLE IF NOT EXISTS insights_bm25 USING fts5(terms, tokenize = 'ascii');
+        CREATE INDEX IF NOT EXISTS idx_insights_source_nocase ON insights(source COLLATE NOCASE);
+        CREATE TABLE IF NOT EXISTS conversation_tails (session TEXT PRIMARY KEY, insight_id TEXT NOT NULL)
+        """,
+    )
+    rows = db.execute(
+        "SELECT rowid, content, tags, entities FROM insights WHERE deleted_at IS NULL "
+        "AND rowid NOT IN (SELECT rowid FROM insights_bm25)"
+    )
+    db.executemany(
+        "INSERT INTO insights_bm25(rowid, terms) VALUES (?, ?)",
+        ((r, " ".join(terms(document(c, json.loads(t or "[]"), json.loads(e or "[]"))))) for r, c, t, e in rows),
+    )
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
+    _m006_bm25_and_conversations,
 ]
 
 
@@ -374,6 +400,10 @@ class SQLiteStore:
             ),
         )
         self.db.execute("INSERT INTO insights_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(toks)))
+        if ins.deleted_at is None:
+            self.db.execute(
+                "INSERT INTO insights_bm25(rowid, terms) VALUES (?, ?)", (cur.lastrowid, " ".join(terms(document(ins.content, ins.tags, ins.entities))))
+            )
         self.db.executemany(
             "INSERT OR IGNORE INTO insight_entities (insight_id, entity, entity_lower, created_at, seq) "
             "VALUES (?, ?, ?, ?, ?)",
@@ -444,6 +474,7 @@ class SQLiteStore:
                 "vec_seq = CASE WHEN embedding IS NULL THEN vec_seq ELSE ? END WHERE id = ?",
                 (now, now, seq, id_),
             )
+            self.db.execute("DELETE FROM insights_bm25 WHERE rowid = (SELECT rowid FROM insights WHERE id = ?)", (id_,))
             self.db.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (id_, id_))
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
@@ -544,6 +575,39 @@ class SQLiteStore:
             ):
                 out[id_] = frozenset(terms.split())
         return out
+
+    def term_scores(self, term: str) -> list[tuple[str, float]]:
+        # bm25() of a one-term query is that term's share of any query's score (FTS5 sums over the terms),
+        # so recall can memoise it per term. FTS5 returns it negated (lower is better).
+        rows = self.db.execute(
+            "SELECT i.id, -bm25(insights_bm25) FROM insights_bm25 JOIN insights i ON i.rowid = insights_bm25.rowid "
+            "WHERE insights_bm25 MATCH ?",
+            (_fts_phrase(term),),
+        )
+        return rows.fetchall()
+
+    def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            ids = [r[0] for r in self.db.execute(
+                "SELECT id FROM insights WHERE source = ? COLLATE NOCASE AND +deleted_at IS NULL", (name,)
+            )]
+            if ids:
+                out[name] = ids
+        return out
+
+    def session_tail(self, session: str) -> str | None:
+        r = self.db.execute(
+            "SELECT t.insight_id FROM conversation_tails t JOIN insights i ON i.id = t.insight_id "
+            "WHERE t.session = ? AND i.deleted_at IS NULL", (session,)
+        ).fetchone()
+        return r[0] if r else None
+
+    def set_session_tail(self, session: str, insight_id: str) -> None:
+        self.db.execute(
+            "INSERT INTO conversation_tails (session, insight_id) VALUES (?, ?) "
+            "ON CONFLICT (session) DO UPDATE SET insight_id = excluded.insight_id", (session, insight_id)
+        )
 
     def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
         rows = self.db.execute(
@@ -795,16 +859,17 @@ class SQLiteStore:
                 out[r[0]] = (r[1], r[2], r[3] or "general", r[4] or "")
         return out
 
-    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
-        out: list[tuple[str, str, str, float]] = []
+    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float, str | None]]:
+        out: list[tuple[str, str, str, float, str | None]] = []
         ids = list(dict.fromkeys(ids))
+        sub = "CASE WHEN e.edge_type = 'temporal' THEN json_extract(e.metadata, '$.sub_type') END"
         for chunk, q in in_chunks(ids, 400):
             out.extend(
                 self.db.execute(
-                    "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM edges e "
+                    f"SELECT e.source_id, e.target_id, e.edge_type, e.weight, {sub} FROM edges e "
                     "JOIN insights i ON i.id = e.target_id AND +i.deleted_at IS NULL "
                     f"WHERE e.source_id IN ({q}) UNION ALL "
-                    "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM edges e "
+                    f"SELECT e.target_id, e.source_id, e.edge_type, e.weight, {sub} FROM edges e "
                     "JOIN insights i ON i.id = e.source_id AND +i.deleted_at IS NULL "
                     f"WHERE e.target_id IN ({q})",
                     [*chunk, *chunk],

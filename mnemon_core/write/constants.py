@@ -6,6 +6,7 @@ MAX_TAG_BYTES = 100
 MAX_ENTITIES = 50
 MAX_ENTITY_BYTES = 200
 MAX_SOURCE_BYTES = 100  # the MCP face's limit (reference §8.3); the CLI keeps free text under it too
+MAX_SESSION_BYTES = 200  # a remember session or draft session name (conversation edges)
 
 # Diff (advisory label, reference §3.3)
 DIFF_CANDIDATES = 5

@@ -36,15 +36,17 @@ def write_insight(
     cosines: dict[str, float] | None,
     *,
     temporal: bool = True,
+    session: str | None = None,
     now: str,
     now_ts: float | None = None,
 ) -> tuple[EdgesCreated, float]:
-    """Insert one insight with its edges; returns the edges created and its effective importance."""
+    """Insert one insight with its edges; returns the edges created and its effective importance. `session`:
+    the remember session it continues (conversation edge, temporal builder)."""
     store.insert_insight(ins, tokens)
     if vector is not None and vector_model:
         store.set_vector(ins.id, vector, vector_model)
     created = EdgesCreated(
-        temporal=create_temporal_edges(store, ins, now) if temporal else 0,
+        temporal=create_temporal_edges(store, ins, now, session) if temporal else 0,
         entity=create_entity_edges(store, ins, now),
         causal=create_causal_edges(store, ins, tokens, now),
         semantic=create_semantic_edges(store, ins, cosines or {}, now),

@@ -11,6 +11,7 @@ from .constants import (
     MAX_CONTENT_BYTES,
     MAX_ENTITIES,
     MAX_ENTITY_BYTES,
+    MAX_SESSION_BYTES,
     MAX_SOURCE_BYTES,
     MAX_TAG_BYTES,
     MAX_TAGS,
@@ -103,6 +104,18 @@ def validate_source(source: str | None) -> str:
     if n > MAX_SOURCE_BYTES:
         raise ValidationError(f"source too long ({n} chars, max {MAX_SOURCE_BYTES})", field="source")
     return src
+
+
+def validate_session(session: str | None) -> str | None:
+    """A conversation's name (None or empty: no session)."""
+    if session is None or session == "":
+        return None
+    if not isinstance(session, str):
+        raise ValidationError(f"session must be a string, got {type(session).__name__}", field="session")
+    n = len(session.encode("utf-8", "surrogatepass"))
+    if n > MAX_SESSION_BYTES:
+        raise ValidationError(f"session too long ({n} bytes, max {MAX_SESSION_BYTES})", field="session")
+    return session
 
 
 def validate_remember(
