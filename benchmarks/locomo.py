@@ -64,7 +64,10 @@ DENSE_HALF = 0.5  # weight of the dense side in `rrf-dense0.5`
 EVIDENCE_SPLIT = re.compile(r"[;\s]+")
 EVIDENCE_ID = re.compile(r"D\d+:\d+")
 SESSION_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
-RANKERS = ("fts5", "dense", "rrf", "rrf-dense0.5", "mnemon-none", "mnemon-local")
+RANKERS = ("fts5", "dense", "rrf", "rrf-dense0.5", "mnemon-none", "mnemon-local", "go-v0.1.15")
+# The original Go implementation (shared/anchors/README.md): benchmarks only, never tests or CI.
+GO_BINARY = ROOT.parent / "shared" / "anchors" / "mnemon-go-0.1.15"
+GO_IMPORTANCE = 4  # v0.1.15 prunes importance < 4 at once past its fixed 1,000-insight ceiling
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -392,6 +395,42 @@ class MnemonRanker:
         self.memory.close()
 
 
+class GoRanker:
+    """The same draft imported by the Go v0.1.15 binary (`import --no-diff`, importance 4 so its fixed
+    auto-prune never fires), then `recall QUESTION --limit 20` per question, as an agent would call it. No
+    embedding server: `MNEMON_EMBED_ENDPOINT` points at a closed port, so it ranks by token overlap and its graph."""
+
+    def __init__(self, conv: Conversation, data_dir: Path, binary: Path = GO_BINARY) -> None:
+        import os
+        import subprocess
+
+        self.binary, self.data_dir = binary, data_dir / f"go-{_safe(conv.sample_id)}"
+        if self.data_dir.exists():
+            raise RuntimeError(f"{self.data_dir} exists: give --store-dir an empty directory")
+        self.env = {**os.environ, "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:1"}
+        draft = build_draft(conv)
+        for item in draft["insights"]:
+            item["importance"] = GO_IMPORTANCE
+        self.data_dir.mkdir(parents=True)
+        path = self.data_dir / "draft.json"
+        path.write_text(json.dumps(draft), encoding="utf-8")
+        t0 = time.perf_counter()
+        out = subprocess.run([str(binary), "--data-dir", str(self.data_dir), "import", str(path), "--no-diff"],
+                             capture_output=True, text=True, env=self.env, check=True)
+        self.import_s = time.perf_counter() - t0
+        result = json.loads(out.stdout)
+        if result["imported"] != len(conv.turns):
+            raise RuntimeError(f"{conv.sample_id}: the Go binary imported {result['imported']}/{len(conv.turns)}")
+        self.dia = {item["id"]: conv.turns[item["index"]].dia_id for item in result["results"]}
+
+    def __call__(self, question: str) -> list[str]:
+        import subprocess
+
+        out = subprocess.run([str(self.binary), "--data-dir", str(self.data_dir), "recall", question, "--limit",
+                              str(RECALL_LIMIT)], capture_output=True, text=True, env=self.env, check=True)
+        return [self.dia[hit["id"]] for hit in json.loads(out.stdout)["results"]]
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "-", name) or "conv"
 
@@ -454,6 +493,9 @@ def run(
                     w = DENSE_HALF if name == "rrf-dense0.5" else 1.0
                     built[name] = RRFRanker(fts, dense, w)  # type: ignore[arg-type]
                     out.setup_seconds[name] += t_fts + t_dense
+                elif name == "go-v0.1.15":
+                    built[name] = GoRanker(conv, store_dir)
+                    out.setup_seconds[name] += time.perf_counter() - t0
                 else:
                     emb = embedder if name == "mnemon-local" else None
                     built[name] = MnemonRanker(conv, store_dir, emb, seed)
@@ -479,7 +521,7 @@ def run(
 #
 # What each of mnemon's signals, edge types and constants costs or earns on LoCoMo: the same stores, asked
 # through `smart_recall` with a changed `RecallConfig` (recall/config.py exists for exactly this), or without
-# the recency signal. These are measurements, not recipes: the spec fixes every one of these values.
+# the recency signal. Each variant changes one thing of a recipe: `hybrid` (the default) or `spec`.
 
 
 @dataclass(frozen=True)
@@ -487,6 +529,7 @@ class Variant:
     name: str
     change: Callable[[Any], Any]  # RecallConfig → RecallConfig
     recency: bool = True  # the recency anchor signal (spec: always on)
+    recipe: str = "hybrid"
 
 
 def _rerank(kw: float, ent: float, sim: float, graph: float) -> Callable[[Any], Any]:
@@ -494,14 +537,21 @@ def _rerank(kw: float, ent: float, sim: float, graph: float) -> Callable[[Any], 
         from mnemon_core.recall.config import RerankWeights
 
         w = RerankWeights(keyword=kw, entity=ent, similarity=sim, graph=graph)
-        return config.model_copy(update={"rerank_weights": dict.fromkeys(config.rerank_weights, w)})
+        return config.model_copy(update={"rerank_weights": dict.fromkeys(config.rerank_weights, w),
+                                         "rerank_weights_no_vectors": None})
 
     return change
 
 
 def _no_graph(config: Any) -> Any:
-    weights = {i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights.items()}
-    return config.model_copy(update={"rerank_weights": weights})
+    update: dict[str, Any] = {
+        "rerank_weights": {i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights.items()}
+    }
+    if config.rerank_weights_no_vectors is not None:
+        update["rerank_weights_no_vectors"] = {
+            i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights_no_vectors.items()
+        }
+    return config.model_copy(update=update)
 
 
 def _phi(edge_type: str, value: float) -> Callable[[Any], Any]:
@@ -522,29 +572,53 @@ def _depth(depth: int) -> Callable[[Any], Any]:
     return change
 
 
+def _set(**values: Any) -> Callable[[Any], Any]:
+    return lambda config: config.model_copy(update=values)
+
+
+def _flow(**values: Any) -> Callable[[Any], Any]:
+    return lambda config: config.model_copy(update={"flow": config.flow.model_copy(update=values)})
+
+
 def _same(config: Any) -> Any:
     return config
 
 
+def _spec_table(config: Any) -> Any:
+    """The spec's per-intent rerank weights (similarity dropped and the rest rescaled without vectors)."""
+    from mnemon_core.recall.config import SPEC
+
+    return config.model_copy(update={"rerank_weights": SPEC.rerank_weights, "rerank_weights_no_vectors": None})
+
+
 VARIANTS = (
-    Variant("spec (= Memory.recall)", _same),
+    Variant("hybrid (= Memory.recall)", _same),
+    Variant("graph weight 0 (no flow)", _no_graph),
+    Variant("rerank: the spec's per-intent table", _spec_table),
+    Variant("keyword = coverage (the spec's)", _set(keyword="coverage")),
+    Variant("graph = beam search (the spec's)", _set(graph="beam")),
+    Variant("source is not an entity", _set(source_entity=False)),
+    Variant("flow: phi temporal 0", _phi("temporal", 0.0)),
+    Variant("flow: phi semantic 1 (as temporal)", _phi("semantic", 1.0)),
+    Variant("flow: phi entity 0", _phi("entity", 0.0)),
+    Variant("flow: one hop", _flow(hops=1)),
+    Variant("anchors per signal 20 (the spec's)", _set(anchor_top_k=20)),
     Variant("no recency signal", _same, recency=False),
-    Variant("rerank graph weight 0", _no_graph),
-    Variant("no recency + graph weight 0", _no_graph, recency=False),
-    Variant("Go v0.1.15 fixed weights .30/.15/.35/.20", _rerank(0.30, 0.15, 0.35, 0.20)),
-    Variant("anchors only (max depth 0)", _depth(0)),
-    Variant("phi semantic 0", _phi("semantic", 0.0)),
-    Variant("phi temporal 0", _phi("temporal", 0.0)),
-    Variant("phi entity 0", _phi("entity", 0.0)),
-    Variant("lambda1 0 (no edge term)", lambda c: c.model_copy(update={"lambda1": 0.0})),
-    Variant("lambda2 0 (no cosine term)", lambda c: c.model_copy(update={"lambda2": 0.0})),
-    Variant("graph signal alone", _rerank(0.0, 0.0, 0.0, 1.0)),
+    Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
+    Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),
+    Variant("spec, no recency signal", _same, recency=False, recipe="spec"),
+    Variant("spec, Go v0.1.15 fixed weights .30/.15/.35/.20", _rerank(0.30, 0.15, 0.35, 0.20), recipe="spec"),
+    Variant("spec, anchors only (max depth 0)", _depth(0), recipe="spec"),
+    Variant("spec, phi semantic 0", _phi("semantic", 0.0), recipe="spec"),
+    Variant("spec, phi temporal 0", _phi("temporal", 0.0), recipe="spec"),
+    Variant("spec, lambda1 0 (no edge term)", _set(lambda1=0.0), recipe="spec"),
+    Variant("spec, lambda2 0 (no cosine term)", _set(lambda2=0.0), recipe="spec"),
+    Variant("spec, graph signal alone", _rerank(0.0, 0.0, 0.0, 1.0), recipe="spec"),
 )
 
 
-def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
-    """Insight ids for `question`, as `Memory.recall(question, limit=20)` ranks them under `variant`."""
-    from mnemon_core.recall.config import SPEC
+def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -> list[str]:
+    """Insight ids for `question`, as `Memory.recall(question, limit=20)` ranks them under `config`."""
     from mnemon_core.recall.intent import detect_intent
     from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
 
@@ -554,17 +628,48 @@ def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
     if qvecs is not None:
         ids, mat = store.vector_matrix(mem.embedder.name, int(qvecs.shape[1]))
         vectors = VectorInput(qvecs[0], ids, mat, mem.embedder.calibration)
-    if not variant.recency:
+    if not recency:
         store.latest = lambda **kw: []  # the recency signal is the pipeline's only call to latest()
     try:
         found = smart_recall(
             store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
-            scope=scope_of(None, None), vectors=vectors, config=variant.change(SPEC),
+            scope=scope_of(None, None), vectors=vectors, config=config,
         )
     finally:
-        if not variant.recency:
+        if not recency:
             del store.latest
     return [r.id for r in found.results]
+
+
+def recall_variant(mem: Any, question: str, variant: Variant) -> list[str]:
+    from mnemon_core.recall.config import recipe
+
+    return recall_with(mem, question, variant.change(recipe(variant.recipe)), recency=variant.recency)
+
+
+@contextmanager
+def mnemon_stores(
+    convs: Sequence[Conversation], kinds: Sequence[str], *, store_dir: Path | None = None, seed: int = 0,
+    log: Any = sys.stderr,
+) -> Iterator[dict[tuple[str, str], MnemonRanker]]:
+    """(sample id, kind) → the conversation's store, built once for every variant asked of it."""
+    embedder = CachedLocalEmbedder() if "mnemon-local" in kinds else None
+    built: dict[tuple[str, str], MnemonRanker] = {}
+    with tempfile.TemporaryDirectory(prefix="mnemon-locomo-") as tmp:
+        try:
+            for conv in convs:
+                print(f"{conv.sample_id}: building stores", file=log)
+                if embedder is not None:
+                    embedder.embed_batch([q.question for q in conv.questions], query=True)
+                for kind in kinds:
+                    emb = embedder if kind == "mnemon-local" else None
+                    built[(conv.sample_id, kind)] = MnemonRanker(conv, store_dir or Path(tmp), emb, seed)
+            yield built
+        finally:
+            for ranker in built.values():
+                ranker.close()
+            if embedder is not None:
+                embedder.close()
 
 
 def ablate(
@@ -573,28 +678,18 @@ def ablate(
     log: Any = sys.stderr,
 ) -> dict[str, dict[str, Scores]]:
     """kind → variant name → scores, each conversation's stores built once."""
-    rows: dict[str, dict[str, list[tuple[int, list[str], tuple[str, ...]]]]] = {
-        k: {v.name: [] for v in variants} for k in kinds
-    }
-    embedder = CachedLocalEmbedder() if "mnemon-local" in kinds else None
-    with tempfile.TemporaryDirectory(prefix="mnemon-locomo-") as tmp:
-        for conv in convs:
-            print(f"{conv.sample_id}: ablations", file=log)
-            if embedder is not None:
-                embedder.embed_batch([q.question for q in conv.questions], query=True)
-            for kind in kinds:
-                emb = embedder if kind == "mnemon-local" else None
-                ranker = MnemonRanker(conv, store_dir or Path(tmp), emb, seed)
-                try:
-                    for v in variants:
-                        for q in conv.questions:
-                            ranked = [ranker.dia[i] for i in recall_variant(ranker.memory, q.question, v)]
-                            rows[kind][v.name].append((q.category, ranked, q.evidence))
-                finally:
-                    ranker.close()
-    if embedder is not None:
-        embedder.close()
-    return {k: {name: score(r) for name, r in by.items()} for k, by in rows.items()}
+    out: dict[str, dict[str, Scores]] = {k: {} for k in kinds}
+    with mnemon_stores(convs, kinds, store_dir=store_dir, seed=seed, log=log) as stores:
+        for kind in kinds:
+            for v in variants:
+                rows = []
+                for conv in convs:
+                    ranker = stores[(conv.sample_id, kind)]
+                    for q in conv.questions:
+                        ranked = [ranker.dia[i] for i in recall_variant(ranker.memory, q.question, v)]
+                        rows.append((q.category, ranked, q.evidence))
+                out[kind][v.name] = score(rows)
+    return out
 
 
 def ablation_markdown(result: dict[str, dict[str, Scores]], command: str) -> str:
@@ -606,6 +701,113 @@ def ablation_markdown(result: dict[str, dict[str, Scores]], command: str) -> str
             cells = [kind, name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats)]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + f"\n\nCommand:\n\n    {command}\n"
+
+
+# ---------------------------------------------------------------------------------------------------- fit
+#
+# The `hybrid` recipe's weights, fitted by two-fold cross-validation: the conversations are split in two halves
+# (in file order); coordinate ascent on mean R@10 of one half picks the weights, the other half tests them, and
+# the reverse. The shipped weights are the same search run on all conversations. Fitted: the rerank weights
+# with vectors (on mnemon-local) and without (on mnemon-none), each normalised to sum 1, and the flow's decay.
+
+
+FIT_STEPS = (0.08, 0.04, 0.02)  # coordinate-ascent step sizes, coarse to fine
+
+
+@dataclass
+class Fitted:
+    vectors: tuple[float, float, float, float]  # keyword, entity, similarity, graph
+    no_vectors: tuple[float, float, float, float]  # similarity 0
+    decay: float
+
+    def config(self) -> Any:
+        from mnemon_core.recall.config import HYBRID, RerankWeights
+
+        def table(w: tuple[float, float, float, float]) -> dict[Any, Any]:
+            return dict.fromkeys(HYBRID.rerank_weights, RerankWeights(
+                keyword=w[0], entity=w[1], similarity=w[2], graph=w[3]))
+
+        return HYBRID.model_copy(update={
+            "rerank_weights": table(self.vectors), "rerank_weights_no_vectors": table(self.no_vectors),
+            "flow": HYBRID.flow.model_copy(update={"decay": self.decay}),  # type: ignore[union-attr]
+        })
+
+
+def _normalised(w: Sequence[float]) -> tuple[float, float, float, float]:
+    w = [max(0.0, x) for x in w]
+    total = sum(w) or 1.0
+    return tuple(round(x / total, 4) for x in w)  # type: ignore[return-value]
+
+
+def _r10(stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversation], kind: str, config: Any) -> float:
+    rows = []
+    for conv in convs:
+        ranker = stores[(conv.sample_id, kind)]
+        for q in conv.questions:
+            ranked = [ranker.dia[i] for i in recall_with(ranker.memory, q.question, config)]
+            rows.append((q.category, ranked, q.evidence))
+    return score(rows).at(10)
+
+
+def fit(
+    stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversation], start: Fitted, log: Any = sys.stderr
+) -> Fitted:
+    """Coordinate ascent from `start` on mean R@10 over `convs`: vector weights and decay on mnemon-local,
+    the no-vector weights on mnemon-none."""
+    best = start
+    for kind, field, slots in (("mnemon-local", "vectors", (0, 1, 2, 3)), ("mnemon-none", "no_vectors", (0, 1, 3)),
+                               ("mnemon-local", "decay", (0,))):
+        current = _r10(stores, convs, kind, best.config())
+        for step in FIT_STEPS:
+            improved = True
+            while improved:
+                improved = False
+                for slot in slots:
+                    for sign in (1, -1):
+                        if field == "decay":
+                            cand = dataclasses.replace(best, decay=round(min(1.0, max(0.0, best.decay + sign * step)), 4))
+                        else:
+                            w = list(getattr(best, field))
+                            w[slot] += sign * step
+                            cand = dataclasses.replace(best, **{field: _normalised(w)})
+                        if cand == best:
+                            continue
+                        r = _r10(stores, convs, kind, cand.config())
+                        if r > current + 1e-9:
+                            best, current, improved = cand, r, True
+                            print(f"  fit {field}: {getattr(best, field)} R@10 {r:.4f}", file=log)
+    return best
+
+
+def cross_validate(
+    convs: Sequence[Conversation], *, store_dir: Path | None = None, seed: int = 0, log: Any = sys.stderr
+) -> str:
+    """Markdown: for each half, the weights fitted on the other and its R@10 beside the shipped recipe's; then
+    the search on all conversations (what HYBRID_WEIGHTS should be)."""
+    from mnemon_core.recall.config import HYBRID
+
+    start = Fitted(HYBRID.weights(next(iter(HYBRID.rerank_weights)), True),
+                   HYBRID.weights(next(iter(HYBRID.rerank_weights)), False), HYBRID.flow.decay)  # type: ignore[union-attr]
+    half = (len(convs) + 1) // 2
+    folds = (list(convs[:half]), list(convs[half:]))
+    lines = ["| fitted on | tested on | weights with vectors (kw, ent, sim, graph) | without vectors | decay | "
+             "R@10 local: fitted / shipped | R@10 none: fitted / shipped |", "| --- | --- | --- | --- | ---: | ---: | ---: |"]
+    with mnemon_stores(convs, ("mnemon-none", "mnemon-local"), store_dir=store_dir, seed=seed, log=log) as stores:
+        for train, test in (folds, folds[::-1]):
+            print(f"fitting on {', '.join(c.sample_id for c in train)}", file=log)
+            got = fit(stores, train, start, log)
+            cells = [", ".join(c.sample_id for c in train), ", ".join(c.sample_id for c in test),
+                     str(got.vectors), str(got.no_vectors), f"{got.decay:.2f}"]
+            for kind in ("mnemon-local", "mnemon-none"):
+                cells.append(f"{_r10(stores, test, kind, got.config()):.3f} / {_r10(stores, test, kind, HYBRID):.3f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        print("fitting on all", file=log)
+        got = fit(stores, convs, start, log)
+        cells = ["all", "all (in sample)", str(got.vectors), str(got.no_vectors), f"{got.decay:.2f}"]
+        for kind in ("mnemon-local", "mnemon-none"):
+            cells.append(f"{_r10(stores, convs, kind, got.config()):.3f} / {_r10(stores, convs, kind, HYBRID):.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------- report
@@ -671,13 +873,15 @@ def dump(result: Run, path: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.locomo", description=__doc__.split("\n\n")[0])
     p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
-    p.add_argument("--rankers", default=",".join(RANKERS), help="comma-separated subset of: " + ", ".join(RANKERS))
+    default = [r for r in RANKERS if r != "go-v0.1.15" or GO_BINARY.exists()]
+    p.add_argument("--rankers", default=",".join(default), help="comma-separated subset of: " + ", ".join(RANKERS))
     p.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
     p.add_argument("--plot", nargs="?", const=str(DEFAULT_PLOT), default=None, help="write the recall@k plot (PNG)")
     p.add_argument("--json", default=None, help="write every question's ranking to this file")
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants (signals, edge types, constants)")
+    p.add_argument("--fit", action="store_true", help="two-fold cross-validation of the hybrid recipe's weights")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.conversations.split(",") if c.strip()]
@@ -686,6 +890,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("no conversation selected")
     store_dir = Path(args.store_dir) if args.store_dir else None
     command = "python -m benchmarks.locomo" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    if args.fit:
+        print(cross_validate(convs, store_dir=store_dir, seed=args.seed) + f"\nCommand:\n\n    {command}\n")
+        return 0
     if args.ablations:
         kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
         print(ablation_markdown(ablate(convs, kinds, store_dir=store_dir, seed=args.seed), command))

@@ -12,6 +12,9 @@ work to do.
 
     python benchmarks/recall_speed.py                 # 1k, 10k, 100k; prints the Markdown for RESULTS.md
     python benchmarks/recall_speed.py --sizes 1000 --queries 100
+
+Both recipes (`hybrid`, the default, and `spec`) are timed in the same process on the same queries, alternating
+query by query, so their ratio is not moved by the machine's load.
 """
 
 from __future__ import annotations
@@ -71,23 +74,34 @@ def brute_top20(mat: np.ndarray, q: np.ndarray) -> np.ndarray:
     return top[np.argsort(-sims[top])]
 
 
-def timed(mem, texts: list[str], cpu: list[float] | None = None, brute: list[float] | None = None,
-          emb: PresetEmbedder | None = None) -> list[float]:
-    """Wall-clock ms per query (this process's CPU ms into `cpu`; with `brute`, each recall is followed at
-    once by the numpy baseline on the same query vector, so both run under the same machine load)."""
+RECIPES = ("hybrid", "spec")
+
+
+def timed(mem, texts: list[str], recipe: str | None = None) -> list[float]:
+    """Wall-clock ms per query."""
     out = []
-    mat = mem.store.vector_matrix(MODEL, DIM)[1] if brute is not None else None
     for text in texts:
-        c = time.process_time()
         t = time.perf_counter()
-        mem.recall(text)
+        mem.recall(text, recipe=recipe)
         out.append((time.perf_counter() - t) * 1000)
-        if cpu is not None:
-            cpu.append((time.process_time() - c) * 1000)
-        if brute is not None and emb is not None:
+    return out
+
+
+def timed_recipes(mem, texts: list[str], emb: PresetEmbedder) -> dict[str, dict[str, list[float]]]:
+    """Per recipe: wall and CPU ms per query, the recipes alternating on each query (in turns, so neither
+    always runs first); and the numpy baseline right after each query, under the same machine load."""
+    out: dict[str, dict[str, list[float]]] = {r: {"wall": [], "cpu": []} for r in (*RECIPES, "numpy")}
+    mat = mem.store.vector_matrix(MODEL, DIM)[1]
+    for i, text in enumerate(texts):
+        for recipe in RECIPES if i % 2 == 0 else RECIPES[::-1]:
+            c = time.process_time()
             t = time.perf_counter()
-            brute_top20(mat, emb.preset[text])
-            brute.append((time.perf_counter() - t) * 1000)
+            mem.recall(text, recipe=recipe)
+            out[recipe]["wall"].append((time.perf_counter() - t) * 1000)
+            out[recipe]["cpu"].append((time.process_time() - c) * 1000)
+        t = time.perf_counter()
+        brute_top20(mat, emb.preset[text])
+        out["numpy"]["wall"].append((time.perf_counter() - t) * 1000)
     return out
 
 
@@ -121,17 +135,19 @@ def measure(n: int, count: int, warmup: int) -> dict[str, float]:
     t = time.perf_counter()
     graph_view(mem.store).preload()
     preload_s = time.perf_counter() - t
-    timed(mem, pre_qs[: max(1, count // 10)])  # postings of new query words still load on first use
-    cpu: list[float] = []
-    brute: list[float] = []
-    pre = timed(mem, pre_qs, cpu, brute, emb)
-    r = mem.recall(pre_qs[-1], verbose=True)
+    for recipe in RECIPES:  # postings of new query words still load on first use
+        timed(mem, pre_qs[: max(1, count // 10)], recipe)
+    pre = timed_recipes(mem, pre_qs, emb)
+    out: dict[str, float] = {"n": n, "first": first, "lazy_p50": pct(lazy, 50), "lazy_p95": pct(lazy, 95),
+                             "preload_s": preload_s, "brute_p50": pct(pre["numpy"]["wall"], 50),
+                             "brute_p95": pct(pre["numpy"]["wall"], 95)}
+    for recipe in RECIPES:
+        r = mem.recall(pre_qs[-1], verbose=True, recipe=recipe)
+        out.update({f"{recipe}_p50": pct(pre[recipe]["wall"], 50), f"{recipe}_p95": pct(pre[recipe]["wall"], 95),
+                    f"{recipe}_cpu_p50": pct(pre[recipe]["cpu"], 50), f"{recipe}_traversed": r.meta.traversed,
+                    f"{recipe}_anchors": r.meta.anchor_count})
     mem.close()
-    return {
-        "n": n, "first": first, "lazy_p50": pct(lazy, 50), "lazy_p95": pct(lazy, 95), "p50": pct(pre, 50),
-        "p95": pct(pre, 95), "cpu_p50": pct(cpu, 50), "preload_s": preload_s, "brute_p50": pct(brute, 50), "brute_p95": pct(brute, 95),
-        "traversed": r.meta.traversed, "anchors": r.meta.anchor_count,
-    }
+    return out
 
 
 def main() -> None:
@@ -147,17 +163,19 @@ def main() -> None:
         load.append(os.getloadavg()[0])
     print(f"load average (1 min) at start and after each size: {', '.join(f'{x:.1f}' for x in load)}")
     print(
-        "| insights | recall p50 (warm) | recall p95 (warm) | CPU p50 | numpy top-20 p50 | numpy top-20 p95 "
+        "| insights | recipe | recall p50 (warm) | recall p95 (warm) | CPU p50 | CPU p50 / spec's | numpy top-20 p50 "
         "| p50 / p95 lazy memo | first query | preload | anchors | traversed |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
-        print(
-            f"| {r['n']:,} | {r['p50']:.1f} ms | {r['p95']:.1f} ms | {r['cpu_p50']:.1f} ms | {r['brute_p50']:.2f} ms "
-            f"| {r['brute_p95']:.2f} ms "
-            f"| {r['lazy_p50']:.1f} / {r['lazy_p95']:.1f} ms | {r['first']:.0f} ms | {r['preload_s']:.1f} s "
-            f"| {r['anchors']} | {r['traversed']:,} |"
-        )
+        for recipe in RECIPES:
+            lazy = (f"{r['lazy_p50']:.1f} / {r['lazy_p95']:.1f} ms | {r['first']:.0f} ms | {r['preload_s']:.1f} s"
+                    if recipe == RECIPES[0] else "| |")
+            print(
+                f"| {r['n']:,} | {recipe} | {r[recipe + '_p50']:.1f} ms | {r[recipe + '_p95']:.1f} ms "
+                f"| {r[recipe + '_cpu_p50']:.1f} ms | {r[recipe + '_cpu_p50'] / r['spec_cpu_p50']:.2f} "
+                f"| {r['brute_p50']:.2f} ms | {lazy} | {r[recipe + '_anchors']} | {r[recipe + '_traversed']:,} |"
+            )
 
 
 if __name__ == "__main__":

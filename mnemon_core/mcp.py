@@ -24,6 +24,7 @@ import inspect
 import json
 import sys
 import traceback
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -460,6 +461,8 @@ def serve(memory: Memory) -> None:
     except ImportError as e:  # installed but broken, e.g. an old 1.x SDK beside a newer pydantic
         raise MnemonError(f"the mcp package does not import ({e}); pip install -U 'mnemon[mcp]'") from None
     _ = memory.store  # open it now: a bad --store or a missing --readonly database fails at start-up
+    if memory.settings.session is None:  # one server process serves one agent session: its remembers are a conversation
+        memory.settings.session = f"mcp-{uuid.uuid4().hex[:12]}"
     face = Face(memory)
     server = build_server(face, Server, types)
 

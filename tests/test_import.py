@@ -433,9 +433,21 @@ def test_no_diff_inserts_repeats(mem: Memory) -> None:
 # graph: temporal backbone, builders, EI, prune
 
 
-def backbone(mem: Memory) -> set[tuple[str, str, str]]:
+def temporal(mem: Memory, sub_type: str) -> set[tuple[str, str, str]]:
     return {(e.source_id, e.target_id, e.metadata["direction"]) for e in mem.store.iter_edges()
-            if e.edge_type == "temporal"}
+            if e.edge_type == "temporal" and e.metadata.get("sub_type") == sub_type}
+
+
+def backbone(mem: Memory) -> set[tuple[str, str, str]]:
+    return temporal(mem, "backbone")
+
+
+def steps(*ids: str) -> set[tuple[str, str, str]]:
+    """precedes / succeeds both ways along a chain of ids."""
+    out = set()
+    for a, b in itertools.pairwise(ids):
+        out |= {(a, b, "precedes"), (b, a, "succeeds")}
+    return out
 
 
 def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
@@ -447,6 +459,8 @@ def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
     ]})
     e10, e12, other = (x.id for x in first.results)
     assert backbone(mem) == {(e10, e12, "precedes"), (e12, e10, "succeeds")}
+    # The draft's order is a conversation too; e10 → e12 is the backbone already (kept as it is).
+    assert temporal(mem, "conversation") == steps(e12, other)
     # Two imported items land between the existing ones (out of order in the draft), one after them.
     second = mem.import_draft({"schema_version": "1", "source": "log", "insights": [
         {"content": "half past eleven review", "created_at": "2024-05-01T11:30:00Z"},
@@ -459,8 +473,13 @@ def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
     for a, b in itertools.pairwise(chain):
         expected |= {(a, b, "precedes"), (b, a, "succeeds")}
     assert backbone(mem) == expected  # e10 ⇄ e12 removed; no proximity edges; `other` untouched
-    assert all(e.metadata["sub_type"] == "backbone" for e in mem.store.iter_edges() if e.edge_type == "temporal")
-    assert not [e for e in mem.store.edges_of([other]) if e.edge_type == "temporal"]
+    # The draft's steps n1130 → n11 → n13: the first pair is the backbone as well (which it keeps), the second
+    # only a conversation step (the backbone between them runs through e12).
+    assert temporal(mem, "conversation") == steps(e12, other) | steps(n11, n13)
+    assert {e.metadata["sub_type"] for e in mem.store.iter_edges() if e.edge_type == "temporal"} == {
+        "backbone", "conversation"}
+    assert {(e.source_id, e.target_id) for e in mem.store.edges_of([other]) if e.edge_type == "temporal"} == {
+        (e12, other), (other, e12)}
 
 
 def test_proximity_edge_between_neighbours_survives(mem: Memory) -> None:
@@ -605,7 +624,7 @@ def test_schema_is_described() -> None:
     schema = ImportDraft.model_json_schema()
     assert schema["required"] == ["schema_version", "insights"]
     item = schema["$defs"]["DraftInsight"]["properties"]
-    assert set(item) == {"content", "category", "importance", "tags", "entities", "source", "created_at"}
+    assert set(item) == {"content", "category", "importance", "tags", "entities", "source", "created_at", "session"}
     assert all(p.get("description") for p in item.values())
 
 

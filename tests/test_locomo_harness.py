@@ -93,7 +93,7 @@ def test_draft_has_one_insight_per_turn(conv: L.Conversation) -> None:
     assert draft["schema_version"] == "1"
     assert draft["insights"][1] == {
         "content": "Bo: Look at this. [image: a photo of a red bicycle]", "source": "Bo",
-        "created_at": "2023-05-08T13:56:00Z",
+        "created_at": "2023-05-08T13:56:00Z", "session": "session 1",
     }
     assert len(draft["insights"]) == 6
 
@@ -182,12 +182,16 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_ablation_spec_variant_is_memory_recall(conv: L.Conversation, tmp_path: Path) -> None:
+def test_ablation_first_variant_is_memory_recall(conv: L.Conversation, tmp_path: Path) -> None:
     ranker = L.MnemonRanker(conv, tmp_path / "stores", None)
     try:
         spec = L.VARIANTS[0]
         for q in conv.questions:
             assert [ranker.dia[i] for i in L.recall_variant(ranker.memory, q.question, spec)] == ranker(q.question)
+        spec_recipe = next(v for v in L.VARIANTS if v.name.startswith("spec (="))
+        for q in conv.questions:
+            assert [ranker.dia[i] for i in L.recall_variant(ranker.memory, q.question, spec_recipe)] == [
+                ranker.dia[h.id] for h in ranker.memory.recall(q.question, limit=L.RECALL_LIMIT, recipe="spec").results]
         # Without the recency signal the store's own latest() is back afterwards.
         L.recall_variant(ranker.memory, conv.questions[0].question, L.Variant("x", spec.change, recency=False))
         assert "latest" not in vars(ranker.memory.store)

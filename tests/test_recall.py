@@ -1,6 +1,7 @@
-"""Smart recall through `Memory.recall` (spec §5.2, reference §4): RRF anchors on a hand-built store, beam search
-over a causal chain, the WHY order, determinism, scope filters, supersede demotion, vectors, output shapes,
-validation, access bumps and the oplog."""
+"""Smart recall through `Memory.recall` (spec §5.2, reference §4), the `spec` recipe's conformance suite: RRF
+anchors on a hand-built store, beam search over a causal chain, the WHY order, determinism, scope filters,
+supersede demotion, vectors, output shapes, validation, access bumps and the oplog. Every recall here runs the
+spec recipe (the default is `hybrid`, tests/test_recall_hybrid.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,14 @@ from mnemon_core.recall.results import BriefRecallResult, RecallResult, VerboseR
 from mnemon_core.timeutil import iso
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+@pytest.fixture(autouse=True)
+def _spec_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Memory.recall` without a recipe runs the spec's formulas in this module."""
+    from mnemon_core.recall import config
+
+    monkeypatch.setattr(config, "DEFAULT_RECIPE", "spec")
 
 
 def put(mem: Memory, id_: str, content: str, minute: int, *, category: str = "general", importance: int = 3,

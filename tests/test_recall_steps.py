@@ -11,7 +11,7 @@ import pytest
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
 from mnemon_core.recall.anchors import Anchor, entity_ranking, fuse, rrf, vector_ranking
-from mnemon_core.recall.config import SPEC, RecallConfig, RerankWeights
+from mnemon_core.recall.config import HYBRID, SPEC, RecallConfig, RerankWeights
 from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
 from mnemon_core.recall.rerank import Scored, graph_scores, rank, rerank, why_order
 from mnemon_core.recall.traverse import Edges, beam_search, beam_search_arrays
@@ -211,12 +211,27 @@ def test_round_score_half_away_from_zero_and_confidence_from_the_rounded_score()
     assert output.confidence(0.6) == "high"
 
 
+def _hits(n: int, keyword: float = 0.5, similarity: float = 0.0) -> list[Scored]:
+    return [Scored(f"i{k}", 0.5, "keyword", keyword, 0.0, similarity, 0.0, False) for k in range(n)]
+
+
 def test_hint_is_sparse_below_half_the_limit_integer_division():
-    assert output.hint(0, 1) == "sparse_results"
-    assert output.hint(4, 10) == "sparse_results"
-    assert output.hint(5, 10) == ""
-    assert output.hint(2, 5) == ""  # 5 // 2 = 2
-    assert output.hint(1, 1) == ""
+    assert output.hint(_hits(0), 1) == "sparse_results"
+    assert output.hint(_hits(4), 10) == "sparse_results"
+    assert output.hint(_hits(5), 10) == ""
+    assert output.hint(_hits(2), 5) == ""  # 5 // 2 = 2
+    assert output.hint(_hits(1), 1) == ""
+
+
+def test_evidence_rule_no_match_hint_and_low_confidence():
+    unmatched = _hits(6, keyword=0.0, similarity=0.49)
+    assert output.hint(unmatched, 10, HYBRID) == "no_match"  # nothing shares a word, entity or meaning
+    assert output.hint(unmatched, 10, SPEC) == ""  # the spec only counts results
+    assert output.hint(unmatched[:5] + _hits(1, keyword=0.0, similarity=0.5), 10, HYBRID) == ""
+    assert output.hint(_hits(0), 10, HYBRID) == "sparse_results"
+    assert output.confidence(0.9, unmatched[0], evidence=True) == "low"
+    assert output.confidence(0.9, unmatched[0], evidence=False) == "high"
+    assert output.confidence(0.9, _hits(1)[0], evidence=True) == "high"
 
 
 def test_excerpt_collapses_whitespace_and_cuts_with_an_ellipsis():

@@ -6,6 +6,8 @@ It subclasses `langchain_classic`'s `BaseMemory` when that package is installed 
 
 from __future__ import annotations
 
+import uuid
+
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +62,10 @@ class MnemonMemory(_Base):
     keep: Literal["input", "both"] | Extractor = Field(default="input", description="what save_context keeps")
     save_category: str = Field(default="general", description="category of what save_context remembers")
     importance: int = Field(default=3, ge=1, le=5, description="importance of what save_context remembers")
+    session: str = Field(
+        default_factory=lambda: f"langchain-{uuid.uuid4().hex[:12]}",
+        description="the conversation save_context records: its turns are linked in order (default: one per object)",
+    )
 
     _sync: Memory | None = PrivateAttr(default=None)
     _async: AsyncMemory | None = PrivateAttr(default=None)
@@ -119,7 +125,7 @@ class MnemonMemory(_Base):
             self._written.append(result.id)
 
     def _to_remember(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[dict[str, Any]]:
-        base = {"category": self.save_category, "importance": self.importance}
+        base = {"category": self.save_category, "importance": self.importance, "session": self.session}
         if callable(self.keep):
             out: list[dict[str, Any]] = []
             for item in self.keep(inputs, outputs):

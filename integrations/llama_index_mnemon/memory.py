@@ -7,6 +7,8 @@ recalls what is relevant to the current messages.
 
 from __future__ import annotations
 
+import uuid
+
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,10 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
     roles: list[str] = Field(default_factory=lambda: list(DEFAULT_ROLES), description="roles to remember")
     save_category: str = Field(default="general", description="category of what the block remembers")
     importance: int = Field(default=3, ge=1, le=5, description="importance of what the block remembers")
+    session: str = Field(
+        default_factory=lambda: f"llamaindex-{uuid.uuid4().hex[:12]}",
+        description="the conversation the block records: its messages are linked in order (default: one per block)",
+    )
 
     _sync: Memory | None = PrivateAttr(default=None)
     _async: AsyncMemory | None = PrivateAttr(default=None)
@@ -75,7 +81,8 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
             if role not in self.roles:
                 continue
             for piece in chunks(message_text(message)):
-                await amem.remember(piece, category=self.save_category, importance=self.importance, source=role)
+                await amem.remember(piece, category=self.save_category, importance=self.importance, source=role,
+                                    session=self.session)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop the least relevant memories (the last lines) until about `tokens_to_truncate` are gone."""

@@ -130,6 +130,7 @@ def _all_intents(kw: float, ent: float, sim: float, graph: float) -> dict[Intent
 
 
 HYBRID = RecallConfig(
+    anchor_top_k=C.HYBRID_ANCHOR_TOP_K,
     keyword="bm25",
     graph="flow",
     flow=Flow(hops=C.FLOW_HOPS, decay=C.FLOW_DECAY, expand=C.FLOW_EXPAND, sub_type_factor=dict(C.FLOW_SUB_TYPE)),

@@ -51,17 +51,25 @@ FLOW_EXPAND = 60
 # A temporal edge passes on its weight × φ × this factor of its sub-type (1 when absent): a proximity link
 # ("within a day") says less than a conversation step or the source's backbone.
 FLOW_SUB_TYPE: dict[str, float] = {"proximity": 0.3}
-# φ of the flow per intent, the type the intent cares most about at 1. The spec's φ (EDGE_WEIGHTS) divided by
-# the intent's largest, except temporal, which is 1 for every intent: the order of a conversation is the
-# context of every kind of question.
+# φ of the flow per intent: the spec's φ (EDGE_WEIGHTS) divided by the intent's largest (the type the intent
+# cares most about passes everything on), except temporal, which is 1 for every intent (the order of a
+# conversation is the context of every kind of question), and semantic, times FLOW_SEMANTIC (an auto-link says
+# "similar", which the similarity term already scores; passed on at full strength it costs R@10).
+FLOW_SEMANTIC = 0.3
 FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
-    i: {**{t: round(v / max(w.values()), 4) for t, v in w.items()}, EdgeType.temporal: 1.0}
+    i: {
+        **{t: round(v / max(w.values()), 4) for t, v in w.items()},
+        EdgeType.temporal: 1.0,
+        EdgeType.semantic: round(FLOW_SEMANTIC * w[EdgeType.semantic] / max(w.values()), 4),
+    }
     for i, w in EDGE_WEIGHTS.items()
 }
+# Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
+HYBRID_ANCHOR_TOP_K = 100
 # Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold
 # cross-validation on the LoCoMo dev conversations (benchmarks/RESULTS.md).
-HYBRID_WEIGHTS = (0.20, 0.06, 0.30, 0.44)
-HYBRID_WEIGHTS_NO_VECTORS = (0.45, 0.14, 0.0, 0.41)
+HYBRID_WEIGHTS = (0.2083, 0.0625, 0.3125, 0.4167)
+HYBRID_WEIGHTS_NO_VECTORS = (0.4787, 0.1489, 0.0, 0.3723)
 # Evidence confidence: a result without a keyword or entity match whose calibrated cosine is below this is
 # "low", whatever its score.
 CONFIDENCE_MIN_SIMILARITY = 0.5

@@ -397,7 +397,10 @@ def _run_flow(
     for r in rows:
         node = int(nodes[r])
         id_ = ids[node]
-        via = labels.get(id_) or EDGE_TYPES[int(flowed.via_type[r])]
+        # Labelled with the edge it came over when the graph gave it more than its own match did.
+        via = labels.get(id_, "")
+        if flowed.via_type[r] >= 0 and (not via or w_gr * flowed.graph[r] > score[r] - w_gr * flowed.graph[r]):
+            via = EDGE_TYPES[int(flowed.via_type[r])]
         out.append(Scored(id_, float(score[r]), via, float(kw[r]), float(ent[r]), float(sim[r]),
                           float(flowed.graph[r]), bool(superseded[r])))
     return out, int(nodes.shape[0])
