@@ -486,12 +486,14 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     from mnemon_core import Memory
     from mnemon_core.store.dump import sqlite_insights, sqlite_oplog
     from mnemon_core.store.postgres import PostgresStore, drop_store
+    from mnemon_core.text import stem
 
     src = Memory(store=pg_store_name)
     a = src.remember("Postgres holds the team memory because agents run on many machines",
-                     entities=["Postgres"]).id
-    b = src.remember("pgvector serves the vector signal with an HNSW index", entities=["pgvector"]).id
-    c = src.remember("a note that will be forgotten").id
+                     entities=["Postgres"], session="s1").id
+    b = src.remember("pgvector serves the vector signal with an HNSW index", entities=["pgvector"],
+                     session="s1").id
+    c = src.remember("a note that will be forgotten, a memory of the vector index").id
     src.link(a, b, type="causal", weight=0.8, metadata={"sub_type": "enables"})
     src.forget(c)
     src.search("vector signal")
@@ -524,6 +526,10 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
         assert list(sqlite_oplog(sq)) == list(pg.dump_oplog())
         assert pg.vector_matrix("toy", 12)[0] == sq.vector_matrix("toy", 12)[0] == [a, b]
         assert pg.nearest("toy", sq.get_vector(b, "toy"), 1)[0][0] == b
+        # it ranks as its source: the same BM25 (the forgotten insight counts in neither store)
+        for term in [stem("memory"), stem("vector"), "postgr", "hnsw", "forgotten"]:
+            assert pg.term_scores(term) == sq.term_scores(term)
+        assert pg.term_scores(stem("memory")) and pg.term_scores("forgotten") == []
     finally:
         sq.close()
         pg.close()
@@ -552,19 +558,26 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
 
 
-def test_entity_recency_migration_backfills_a_version_1_store(pg_url: str, pg_store_name: str) -> None:
-    """A store made before migration 2 (entities without created_at/seq) gets them from its insights, and
-    ends with exactly a fresh store's indexes and constraints."""
+def test_migrations_backfill_a_version_1_store(sq, pg_url: str, pg_store_name: str) -> None:
+    """A store made before migration 2 (entities without created_at/seq) and 3 (no stems, term counter or session
+    tails) gets them from its insights, ranks by BM25 exactly as SQLite does, and ends with exactly a fresh store's
+    indexes and constraints."""
     import psycopg
 
     from mnemon_core.store.postgres import PostgresStore, drop_store
+    from mnemon_core.text import stem
 
+    fill(sq)
     st = PostgresStore(pg_url, store=pg_store_name)
     fill(st)
     schema = st.schema
     st.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to what migration 1 left
         s = '"' + schema + '"'
+        conn.execute(f"DROP INDEX {s}.insights_stems, {s}.insights_source_lower")
+        conn.execute(f"ALTER TABLE {s}.insights DROP COLUMN stems, DROP COLUMN n_stems")
+        conn.execute(f"DROP TABLE {s}.conversation_tails")
+        conn.execute(f"DELETE FROM {s}.mnemon_meta WHERE key = 'active_stems'")
         conn.execute(f"DROP INDEX {s}.entities_recent")
         conn.execute(f"ALTER TABLE {s}.insight_entities DROP COLUMN created_at, DROP COLUMN seq")
         conn.execute(f"CREATE INDEX entities_entity ON {s}.insight_entities (entity)")
@@ -575,6 +588,15 @@ def test_entity_recency_migration_backfills_a_version_1_store(pg_url: str, pg_st
         rows = st._exec("SELECT e.created_at = i.created_at AND e.seq = i.seq FROM {s}.insight_entities e "
                         "JOIN {s}.insights i ON i.id = e.insight_id")
         assert len(rows) == 7 and all(r[0] for r in rows)
+        # the soft-deleted g has its stems too, but only active insights count
+        assert st._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'active_stems'")[0] == sq.db.execute(
+            "SELECT sum(length(terms) - length(replace(terms, ' ', '')) + (terms <> '')) FROM insights_bm25"
+        ).fetchone()[0] == 37
+        for term in [stem("redis"), stem("latency"), "数据", stem(LONG), "forgotten"]:
+            assert st.term_scores(term) == sq.term_scores(term)
+        assert st.term_scores(stem("redis")) and st.term_scores("forgotten") == []
+        st.set_session_tail("s", "a")
+        assert st.session_tail("s") == "a"
         fresh = PostgresStore(pg_url, store=pg_store_name + "-fresh")
         fresh.close()
         # the same but for the HNSW index of fill()'s vectors
