@@ -507,10 +507,10 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     r = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
     assert r.code == 0, r.err
     out = r.json()
-    assert {k: out[k] for k in ("store", "insights", "active", "deleted", "vectors", "edges", "oplog",
+    assert {k: out[k] for k in ("store", "insights", "active", "deleted", "vectors", "edges", "oplog", "tails",
                                 "verified")} == {
         "store": pg_store_name, "insights": 3, "active": 2, "deleted": 1, "vectors": 3, "edges": before["edge_count"],
-        "oplog": before["oplog_count"], "verified": True}
+        "oplog": before["oplog_count"], "tails": 1, "verified": True}
     assert out["checksum"].startswith("sha256:") and len(out["checksum"]) == 71
 
     from mnemon_core.store.sqlite import SQLiteStore
@@ -526,10 +526,11 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
         assert list(sqlite_oplog(sq)) == list(pg.dump_oplog())
         assert pg.vector_matrix("toy", 12)[0] == sq.vector_matrix("toy", 12)[0] == [a, b]
         assert pg.nearest("toy", sq.get_vector(b, "toy"), 1)[0][0] == b
-        # it ranks as its source: the same BM25 (the forgotten insight counts in neither store)
+        # it ranks as its source: the same BM25 (the forgotten insight counts in neither store), the same tail
         for term in [stem("memory"), stem("vector"), "postgr", "hnsw", "forgotten"]:
             assert pg.term_scores(term) == sq.term_scores(term)
         assert pg.term_scores(stem("memory")) and pg.term_scores("forgotten") == []
+        assert pg.session_tail("s1") == sq.session_tail("s1") == b
     finally:
         sq.close()
         pg.close()
@@ -556,6 +557,67 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     again = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
     assert again.code == 1 and again.out == ""
     assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
+
+
+def test_migrate_postgres_to_postgres_keeps_ranking_and_tails(pg_url: str, pg_store_name: str) -> None:
+    """A copy between two databases carries the session tails and ranks by BM25 exactly as its source."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from mnemon_core import Memory
+    from mnemon_core.store.postgres import PostgresStore
+    from mnemon_core.text import stem
+
+    other = "mnemon_copy_" + pg_store_name
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        try:
+            conn.execute(f'CREATE DATABASE "{other}"')
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("the test role cannot create a second database")
+    target = urlunsplit(urlsplit(pg_url)._replace(path="/" + other))
+    try:
+        src = Memory(database_url=pg_url, store=pg_store_name)
+        for n, text in enumerate(["the cache tier keeps latency low", "caching again, a cache of caches",
+                                  "latency of the caching layer", "forget me, cache"]):
+            last = src.remember(text, session="chat", source=f"agent{n % 2}").id
+        src.forget(last)
+        before = {t: src.store.term_scores(t) for t in (stem("cache"), stem("latency"), "forget")}
+        tail = src.store.session_tail("chat")
+        src.close()
+        r = run_cli("--store", pg_store_name, "migrate", "--from", pg_url, "--to", target)
+        assert r.code == 0, r.err
+        assert {k: r.json()[k] for k in ("insights", "active", "tails", "verified")} == {
+            "insights": 4, "active": 3, "tails": 1, "verified": True}
+        dst = PostgresStore(target, store=pg_store_name)
+        try:
+            assert {t: dst.term_scores(t) for t in before} == before
+            assert len(before[stem("cache")]) == 3 and before["forget"] == []
+            assert dst.session_tail("chat") is None and tail is None  # the tail was forgotten
+            assert list(dst.dump_tails()) == [("chat", last)]
+        finally:
+            dst.close()
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{other}" WITH (FORCE)')
+
+
+def test_sqlite_file_without_session_tails_copies_none(tmp_path: Path) -> None:
+    """A read-only source is not migrated: a file from before the tails table has none to copy."""
+    import sqlite3
+
+    from mnemon_core.store.dump import sqlite_tails
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE conversation_tails")
+    old = SQLiteStore(path, readonly=True)
+    try:
+        assert list(sqlite_tails(old)) == []
+    finally:
+        old.close()
 
 
 def test_migrations_backfill_a_version_1_store(sq, pg_url: str, pg_store_name: str) -> None:

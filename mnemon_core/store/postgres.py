@@ -1275,10 +1275,17 @@ class PostgresStore:
             yield OplogEntry.model_construct(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "",
                                              created_at=r[4])
 
-    def load(self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry]) -> None:
+    def dump_tails(self) -> Iterator[tuple[str, str]]:
+        """(session, insight id) of every remember session's tail, by session."""
+        yield from self._exec("SELECT session, insight_id FROM {s}.conversation_tails ORDER BY session")
+
+    def load(
+        self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry],
+        tails: Iterable[tuple[str, str]] = (),
+    ) -> None:
         """Bulk-copy rows into this (empty) store with binary COPY in one transaction: insights in the given
-        order (their stems, term counts and the counters made on the way), oplog ids kept. Vectors wait in a
-        spool file until their insights are in; their HNSW indexes are built last."""
+        order (their stems, term counts and the counters made on the way), oplog ids kept, the session tails.
+        Vectors wait in a spool file until their insights are in; their HNSW indexes are built last."""
         import tempfile
 
         models: dict[tuple[str, int], int] = {}  # (model, dim) -> active vectors
@@ -1338,6 +1345,12 @@ class PostgresStore:
                     cp.set_types(["int8", "text", "text", "text", "text"])
                     for o in oplog:
                         cp.write_row((o.id, o.operation, o.insight_id, o.detail, o.created_at))
+                with cur.copy(self._q(
+                    "COPY {s}.conversation_tails (session, insight_id) FROM STDIN (FORMAT BINARY)"
+                )) as cp:
+                    cp.set_types(["text", "text"])
+                    for tail in tails:
+                        cp.write_row(tail)
                 # Counters and identities continue after the copied rows.
                 cur.execute(self._q(
                     "UPDATE {s}.mnemon_meta SET value = CASE key "
