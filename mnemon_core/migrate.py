@@ -1,7 +1,7 @@
 """`mnemon migrate --from sqlite:PATH --to postgresql://…`: copy one store losslessly into Postgres.
 
 Everything is copied: insights (soft-deleted ones too, in their insertion order, with tokens, vectors and
-their model), edges, and the oplog with its ids. The target store must be empty; the copy is one Postgres
+their model), edges, the oplog with its ids, and the remember sessions' tails. The target store must be empty; the copy is one Postgres
 transaction. Afterwards the target is read back and compared with the source by counts and a checksum over
 every row (`store/dump.py`); a mismatch is an error.
 
@@ -38,7 +38,7 @@ def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
 
 def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
     """Copy the source store into an empty Postgres store, verify, and return what was copied."""
-    from .store.dump import Checksum, sqlite_insights, sqlite_oplog
+    from .store.dump import Checksum, sqlite_insights, sqlite_oplog, sqlite_tails
     from .store.postgres import PostgresStore, redact
 
     if not is_postgres(target):
@@ -56,13 +56,15 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
         if not src_path.is_file():
             raise StoreError(f"database not found: {src_path}", path=str(src_path))
         src: Any = SQLiteStore(src_path, readonly=True)
-        read_insights, read_edges, read_oplog = (
-            lambda: sqlite_insights(src), src.iter_edges, lambda: sqlite_oplog(src)
+        read_insights, read_edges, read_oplog, read_tails = (
+            lambda: sqlite_insights(src), src.iter_edges, lambda: sqlite_oplog(src), lambda: sqlite_tails(src)
         )
         src_label = f"sqlite:{src_path}"
     else:
         src = PostgresStore(source, store=settings.store, readonly=True)
-        read_insights, read_edges, read_oplog = src.dump_insights, src.iter_edges, src.dump_oplog
+        read_insights, read_edges, read_oplog, read_tails = (
+            src.dump_insights, src.iter_edges, src.dump_oplog, src.dump_tails
+        )
         src_label = src.location
 
     dst = PostgresStore(target, store=settings.store)
@@ -76,7 +78,8 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
                 field="to",
             )
         sent = Checksum()
-        dst.load(sent.insights_of(read_insights()), sent.edges_of(read_edges()), sent.oplog_of(read_oplog()))
+        dst.load(sent.insights_of(read_insights()), sent.edges_of(read_edges()), sent.oplog_of(read_oplog()),
+                 sent.tails_of(read_tails()))
         copied = time.monotonic()
         back = Checksum()
         for _ in back.insights_of(dst.dump_insights()):
@@ -84,6 +87,8 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
         for _ in back.edges_of(dst.iter_edges()):
             pass
         for _ in back.oplog_of(dst.dump_oplog()):
+            pass
+        for _ in back.tails_of(dst.dump_tails()):
             pass
         if back.counts() != sent.counts() or back.digest != sent.digest:
             raise StoreError(

@@ -486,12 +486,14 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     from mnemon_core import Memory
     from mnemon_core.store.dump import sqlite_insights, sqlite_oplog
     from mnemon_core.store.postgres import PostgresStore, drop_store
+    from mnemon_core.text import stem
 
     src = Memory(store=pg_store_name)
     a = src.remember("Postgres holds the team memory because agents run on many machines",
-                     entities=["Postgres"]).id
-    b = src.remember("pgvector serves the vector signal with an HNSW index", entities=["pgvector"]).id
-    c = src.remember("a note that will be forgotten").id
+                     entities=["Postgres"], session="s1").id
+    b = src.remember("pgvector serves the vector signal with an HNSW index", entities=["pgvector"],
+                     session="s1").id
+    c = src.remember("a note that will be forgotten, a memory of the vector index").id
     src.link(a, b, type="causal", weight=0.8, metadata={"sub_type": "enables"})
     src.forget(c)
     src.search("vector signal")
@@ -505,10 +507,10 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     r = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
     assert r.code == 0, r.err
     out = r.json()
-    assert {k: out[k] for k in ("store", "insights", "active", "deleted", "vectors", "edges", "oplog",
+    assert {k: out[k] for k in ("store", "insights", "active", "deleted", "vectors", "edges", "oplog", "tails",
                                 "verified")} == {
         "store": pg_store_name, "insights": 3, "active": 2, "deleted": 1, "vectors": 3, "edges": before["edge_count"],
-        "oplog": before["oplog_count"], "verified": True}
+        "oplog": before["oplog_count"], "tails": 1, "verified": True}
     assert out["checksum"].startswith("sha256:") and len(out["checksum"]) == 71
 
     from mnemon_core.store.sqlite import SQLiteStore
@@ -524,6 +526,11 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
         assert list(sqlite_oplog(sq)) == list(pg.dump_oplog())
         assert pg.vector_matrix("toy", 12)[0] == sq.vector_matrix("toy", 12)[0] == [a, b]
         assert pg.nearest("toy", sq.get_vector(b, "toy"), 1)[0][0] == b
+        # it ranks as its source: the same BM25 (the forgotten insight counts in neither store), the same tail
+        for term in [stem("memory"), stem("vector"), "postgr", "hnsw", "forgotten"]:
+            assert pg.term_scores(term) == sq.term_scores(term)
+        assert pg.term_scores(stem("memory")) and pg.term_scores("forgotten") == []
+        assert pg.session_tail("s1") == sq.session_tail("s1") == b
     finally:
         sq.close()
         pg.close()
@@ -552,19 +559,87 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     assert again.err.startswith(f'Error: target store "{pg_store_name}" in ') and "is not empty (3 insights" in again.err
 
 
-def test_entity_recency_migration_backfills_a_version_1_store(pg_url: str, pg_store_name: str) -> None:
-    """A store made before migration 2 (entities without created_at/seq) gets them from its insights, and
-    ends with exactly a fresh store's indexes and constraints."""
+def test_migrate_postgres_to_postgres_keeps_ranking_and_tails(pg_url: str, pg_store_name: str) -> None:
+    """A copy between two databases carries the session tails and ranks by BM25 exactly as its source."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from mnemon_core import Memory
+    from mnemon_core.store.postgres import PostgresStore
+    from mnemon_core.text import stem
+
+    other = "mnemon_copy_" + pg_store_name
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        try:
+            conn.execute(f'CREATE DATABASE "{other}"')
+        except psycopg.errors.InsufficientPrivilege:
+            pytest.skip("the test role cannot create a second database")
+    target = urlunsplit(urlsplit(pg_url)._replace(path="/" + other))
+    try:
+        src = Memory(database_url=pg_url, store=pg_store_name)
+        for n, text in enumerate(["the cache tier keeps latency low", "caching again, a cache of caches",
+                                  "latency of the caching layer", "forget me, cache"]):
+            last = src.remember(text, session="chat", source=f"agent{n % 2}").id
+        src.forget(last)
+        before = {t: src.store.term_scores(t) for t in (stem("cache"), stem("latency"), "forget")}
+        tail = src.store.session_tail("chat")
+        src.close()
+        r = run_cli("--store", pg_store_name, "migrate", "--from", pg_url, "--to", target)
+        assert r.code == 0, r.err
+        assert {k: r.json()[k] for k in ("insights", "active", "tails", "verified")} == {
+            "insights": 4, "active": 3, "tails": 1, "verified": True}
+        dst = PostgresStore(target, store=pg_store_name)
+        try:
+            assert {t: dst.term_scores(t) for t in before} == before
+            assert len(before[stem("cache")]) == 3 and before["forget"] == []
+            assert dst.session_tail("chat") is None and tail is None  # the tail was forgotten
+            assert list(dst.dump_tails()) == [("chat", last)]
+        finally:
+            dst.close()
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{other}" WITH (FORCE)')
+
+
+def test_sqlite_file_without_session_tails_copies_none(tmp_path: Path) -> None:
+    """A read-only source is not migrated: a file from before the tails table has none to copy."""
+    import sqlite3
+
+    from mnemon_core.store.dump import sqlite_tails
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE conversation_tails")
+    old = SQLiteStore(path, readonly=True)
+    try:
+        assert list(sqlite_tails(old)) == []
+    finally:
+        old.close()
+
+
+def test_migrations_backfill_a_version_1_store(sq, pg_url: str, pg_store_name: str) -> None:
+    """A store made before migration 2 (entities without created_at/seq) and 3 (no stems, term counter or session
+    tails) gets them from its insights, ranks by BM25 exactly as SQLite does, and ends with exactly a fresh store's
+    indexes and constraints."""
     import psycopg
 
     from mnemon_core.store.postgres import PostgresStore, drop_store
+    from mnemon_core.text import stem
 
+    fill(sq)
     st = PostgresStore(pg_url, store=pg_store_name)
     fill(st)
     schema = st.schema
     st.close()
     with psycopg.connect(pg_url, autocommit=True) as conn:  # back to what migration 1 left
         s = '"' + schema + '"'
+        conn.execute(f"DROP INDEX {s}.insights_stems, {s}.insights_source_lower")
+        conn.execute(f"ALTER TABLE {s}.insights DROP COLUMN stems, DROP COLUMN n_stems")
+        conn.execute(f"DROP TABLE {s}.conversation_tails")
+        conn.execute(f"DELETE FROM {s}.mnemon_meta WHERE key = 'active_stems'")
         conn.execute(f"DROP INDEX {s}.entities_recent")
         conn.execute(f"ALTER TABLE {s}.insight_entities DROP COLUMN created_at, DROP COLUMN seq")
         conn.execute(f"CREATE INDEX entities_entity ON {s}.insight_entities (entity)")
@@ -575,6 +650,15 @@ def test_entity_recency_migration_backfills_a_version_1_store(pg_url: str, pg_st
         rows = st._exec("SELECT e.created_at = i.created_at AND e.seq = i.seq FROM {s}.insight_entities e "
                         "JOIN {s}.insights i ON i.id = e.insight_id")
         assert len(rows) == 7 and all(r[0] for r in rows)
+        # the soft-deleted g has its stems too, but only active insights count
+        assert st._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'active_stems'")[0] == sq.db.execute(
+            "SELECT sum(length(terms) - length(replace(terms, ' ', '')) + (terms <> '')) FROM insights_bm25"
+        ).fetchone()[0] == 37
+        for term in [stem("redis"), stem("latency"), "数据", stem(LONG), "forgotten"]:
+            assert st.term_scores(term) == sq.term_scores(term)
+        assert st.term_scores(stem("redis")) and st.term_scores("forgotten") == []
+        st.set_session_tail("s", "a")
+        assert st.session_tail("s") == "a"
         fresh = PostgresStore(pg_url, store=pg_store_name + "-fresh")
         fresh.close()
         # the same but for the HNSW index of fill()'s vectors

@@ -6,6 +6,7 @@ Rows come back as models (`Insight`, `Edge`, `OplogEntry`) or as plain tuples wh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
@@ -33,6 +34,24 @@ class Filters(NamedTuple):
 
 
 NO_FILTERS = Filters()
+
+# SQLite FTS5's bm25() constants (ext/fts5/fts5_aux.c).
+BM25_K1 = 1.2
+BM25_B = 0.75
+BM25_IDF_FLOOR = 1e-6  # the idf of a term in more than half of the rows, where the formula goes negative
+
+
+def bm25(tf: int, length: int, n_docs: int, n_hits: int, total_terms: int) -> float:
+    """One term's BM25 in one insight exactly as FTS5's `bm25()` computes it, sign flipped (higher is better):
+    the same double operations in the same order, so the result is bit-identical to SQLite's. `tf`: the term's
+    occurrences in the insight, `length`: its term count, `n_docs` / `total_terms`: active insights and their
+    terms, `n_hits`: active insights holding the term. The Postgres store ranks with it; a test holds it to
+    SQLite's."""
+    avgdl = float(total_terms) / float(n_docs)
+    idf = math.log((n_docs - n_hits + 0.5) / (n_hits + 0.5))
+    if idf <= 0.0:
+        idf = BM25_IDF_FLOOR
+    return idf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
 
 
 def rank_by_coverage(hits: list[TokenHit]) -> list[TokenHit]:

@@ -1,6 +1,6 @@
 """Every row of a store, for copying it losslessly (`mnemon migrate`): insights (soft-deleted ones too, in
-insertion order, with their tokens and vectors), edges (primary-key order) and the oplog (by id), plus a
-checksum over all of it that does not depend on the backend.
+insertion order, with their tokens and vectors), edges (primary-key order), the oplog (by id) and the remember
+sessions' tails (by session), plus a checksum over all of it that does not depend on the backend.
 
 Rows are built with `model_construct`: a copy must carry what is stored, even values today's validation
 would refuse (e.g. the legacy `narrative` category of soft-deleted rows).
@@ -20,7 +20,7 @@ from ..models import Edge, Insight, OplogEntry
 from ..text import document, token_set
 from .postgres import DumpRow
 
-__all__ = ["Checksum", "DumpRow", "sqlite_insights", "sqlite_oplog"]
+__all__ = ["Checksum", "DumpRow", "sqlite_insights", "sqlite_oplog", "sqlite_tails"]
 
 
 def _insight(r: tuple[Any, ...]) -> Insight:
@@ -58,10 +58,17 @@ def sqlite_oplog(store: Any) -> Iterator[OplogEntry]:
                                          created_at=r[4])
 
 
+def sqlite_tails(store: Any) -> Iterator[tuple[str, str]]:
+    """(session, insight id) by session; none from a file older than the table (a read-only source is not
+    migrated)."""
+    if store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'conversation_tails'").fetchone():
+        yield from store.db.execute("SELECT session, insight_id FROM conversation_tails ORDER BY session")
+
+
 @dataclass
 class Checksum:
-    """Counts and a SHA-256 over the rows that pass through `insights`, `edges` and `oplog` (generators that
-    hash as they yield, so a copy reads each row once)."""
+    """Counts and a SHA-256 over the rows that pass through `insights`, `edges`, `oplog` and `tails`
+    (generators that hash as they yield, so a copy reads each row once)."""
 
     insights: int = 0
     active: int = 0
@@ -69,7 +76,8 @@ class Checksum:
     vectors: int = 0
     edges: int = 0
     oplog: int = 0
-    _h: dict[str, Any] = field(default_factory=lambda: {k: hashlib.sha256() for k in ("i", "e", "o")})
+    tails: int = 0
+    _h: dict[str, Any] = field(default_factory=lambda: {k: hashlib.sha256() for k in ("i", "e", "o", "t")})
 
     def insights_of(self, rows: Iterable[DumpRow]) -> Iterator[DumpRow]:
         h = self._h["i"]
@@ -109,13 +117,20 @@ class Checksum:
             self.oplog += 1
             yield o
 
+    def tails_of(self, tails: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+        h = self._h["t"]
+        for session, insight_id in tails:
+            h.update(json.dumps([session, insight_id], ensure_ascii=False).encode() + b"\n")
+            self.tails += 1
+            yield session, insight_id
+
     @property
     def digest(self) -> str:
         whole = hashlib.sha256()
-        for k in ("i", "e", "o"):
+        for k in ("i", "e", "o", "t"):
             whole.update(self._h[k].digest())
         return "sha256:" + whole.hexdigest()
 
     def counts(self) -> dict[str, int]:
         return {"insights": self.insights, "active": self.active, "deleted": self.deleted, "vectors": self.vectors,
-                "edges": self.edges, "oplog": self.oplog}
+                "edges": self.edges, "oplog": self.oplog, "tails": self.tails}

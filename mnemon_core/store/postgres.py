@@ -4,16 +4,18 @@ Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra 
 
 Layout: one Postgres schema per store (`mnemon_<name>`), so stores stay isolated in one database and a store is
 dropped with its schema. Each holds the SQLite store's tables in Postgres terms:
-- `insights`: the spec's columns, plus `seq` (insertion order, the SQLite rowid) and the distinct
+- `insights`: the spec's columns, plus `seq` (insertion order, the SQLite rowid), the distinct
   pre-tokenised `terms` with a GIN index (keyword signal: which insights hold which query tokens; the score
-  itself is computed exactly as on SQLite).
+  itself is computed exactly as on SQLite) and the stemmed `stems` in order with duplicates, with their count
+  and a GIN index (BM25, computed in Python exactly as SQLite's FTS5 does).
 - `vectors`: one pgvector row per embedded insight with its model, an `active` flag and `vec_seq` (see
   `vectors.py`), one partial HNSW index (cosine) per embedding model and dimension. A table of its own, so
   that updating an insight (access counts, EI) never re-inserts its vector into the HNSW graph.
 - `edges` with indexes on (source, type) and (target, type) for the graph's neighbour queries;
-  `insight_entities`; `oplog` (capped at 5000 rows); `mnemon_meta` (schema version; counters of active insights,
-vector changes and graph changes, each moved once per transaction at commit, so a long import does not
-rewrite one hot row thousands of times).
+  `insight_entities`; `oplog` (capped at 5000 rows); `conversation_tails` (the last insight of each remember
+  session); `mnemon_meta` (schema version; counters of active insights, their stemmed terms, vector changes
+  and graph changes, each moved once per transaction at commit, so a long import does not rewrite one hot row
+  thousands of times).
 Text columns use the "C" collation, so ordering and equality are byte-wise, as in SQLite.
 
 Concurrency: the outermost `transaction()` takes a transaction-scoped advisory lock per store as its first
@@ -40,7 +42,8 @@ import numpy as np
 
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
-from .base import NO_FILTERS, Filters, TokenHit
+from ..text import document, terms
+from .base import NO_FILTERS, Filters, TokenHit, bm25
 from .vectors import VectorCache
 
 OPLOG_CAP = 5000
@@ -114,6 +117,11 @@ def term_key(term: str) -> str:
     return "md5:" + hashlib.md5(raw).hexdigest() if len(raw) > LONG_TERM_BYTES else term
 
 
+def _stems(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:
+    """An insight's stemmed terms in order, duplicates kept: what SQLite's `insights_bm25` holds of it."""
+    return terms(document(content, tags, entities))
+
+
 def redact(url: str) -> str:
     """The URL without its password, for `status` and messages."""
     return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", url)
@@ -121,10 +129,11 @@ def redact(url: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- migrations
 # Numbered steps; `mnemon_meta.schema_version` records how many ran. Each runs in one transaction with its
-# version bump, under the global migration lock. `{s}` is the store's quoted schema.
+# version bump, under the global migration lock. A step gets `run(sql, args=None)`, which executes on that
+# transaction's connection and returns the cursor; `{s}` is the store's quoted schema.
 
 
-def _m001_initial(run: Callable[[str], None]) -> None:
+def _m001_initial(run: Callable[..., Any]) -> None:
     run(
         """
         CREATE TABLE {s}.insights (
@@ -217,7 +226,7 @@ def _m001_initial(run: Callable[[str], None]) -> None:
     )
 
 
-def _m002_entity_recency(run: Callable[[str], None]) -> None:
+def _m002_entity_recency(run: Callable[..., Any]) -> None:
     """The entity builder asks for the latest insights naming an entity. Joined to `insights`, the planner
     walked every insight by recency looking for a rare entity (0.6 s per remember at a million insights); with
     the insight's created_at and seq beside the entity (both fixed at insert), one index walks them in order."""
@@ -233,7 +242,47 @@ def _m002_entity_recency(run: Callable[[str], None]) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[Callable[[str], None]], None]] = [_m001_initial, _m002_entity_recency]
+def _m003_bm25_and_conversations(run: Callable[..., Any]) -> None:
+    """BM25 as SQLite's FTS5 computes it (`Store.term_scores`): each insight's stemmed terms in order with
+    duplicates (`stems`, GIN-indexed over active insights like `terms`) and their count, and the term total of
+    active insights as a counter beside `active` (N); an index for the ASCII case-insensitive source lookup;
+    the tail of each remember session (conversation edges). Stems are computed here, in Python (the stemmer),
+    for every insight, soft-deleted ones too, a page at a time."""
+    run(
+        """
+        ALTER TABLE {s}.insights ADD COLUMN stems text[] COLLATE "C" NOT NULL DEFAULT '{}',
+            ADD COLUMN n_stems integer NOT NULL DEFAULT 0;
+        CREATE TABLE {s}.conversation_tails (
+            session text COLLATE "C" PRIMARY KEY,
+            insight_id text COLLATE "C" NOT NULL
+        );
+        """
+    )
+    last = -1
+    while rows := run(
+        "SELECT seq, content, tags, entities FROM {s}.insights WHERE seq > %s ORDER BY seq LIMIT %s", (last, PAGE)
+    ).fetchall():
+        stems = [_stems(c, t, e) for _, c, t, e in rows]
+        # Terms hold no spaces (letters, digits and marks only), so a page travels as joined strings.
+        run(
+            "UPDATE {s}.insights i SET stems = string_to_array(v.stems, ' '), n_stems = v.n "
+            "FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS v(seq, stems, n) WHERE i.seq = v.seq",
+            ([r[0] for r in rows], [" ".join(x) for x in stems], [len(x) for x in stems]),
+        )
+        last = rows[-1][0]
+    run(
+        """
+        INSERT INTO {s}.mnemon_meta
+            SELECT 'active_stems', coalesce(sum(n_stems), 0) FROM {s}.insights WHERE deleted_at IS NULL;
+        CREATE INDEX insights_stems ON {s}.insights USING gin ({s}.term_keys(stems)) WHERE deleted_at IS NULL;
+        CREATE INDEX insights_source_lower ON {s}.insights (lower(source)) WHERE deleted_at IS NULL;
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
+    _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations,
+]
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -313,7 +362,7 @@ class _Tx:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.levels: list[dict[str, int]] = [{"active": 0, "graph": 0}]
+        self.levels: list[dict[str, int]] = [{"active": 0, "stems": 0, "graph": 0}]
         self.stamp: int | None = None  # this transaction's vec_seq, reserved at its first vector change
         self.stamp_level = 0
         # Edge upserts wait here and go to the server together (one pipelined round trip) before the next
@@ -453,7 +502,7 @@ class PostgresStore:
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
                     if self._version(conn) >= n:  # another process got here first
                         continue
-                    step(lambda sql: conn.execute(sql.replace("{s}", self._s)))
+                    step(lambda sql, args=None: conn.execute(sql.replace("{s}", self._s), args))
                     conn.execute(
                         f"UPDATE {self._s}.mnemon_meta SET value = %s WHERE key = 'schema_version'", (n,)
                     )
@@ -525,7 +574,7 @@ class PostgresStore:
             if tx.edges:
                 self._send_edges(tx)  # they belong to the enclosing level
             depth = len(tx.levels)
-            tx.levels.append({"active": 0, "graph": 0})
+            tx.levels.append({"active": 0, "stems": 0, "graph": 0})
             try:
                 with tx.conn.transaction():
                     yield
@@ -557,27 +606,35 @@ class PostgresStore:
             finally:
                 self._local.tx = None
 
-    def _changed(self, active: int = 0, graph: bool = False) -> None:
-        """Count a change: applied at commit inside a transaction, at once outside one."""
+    def _changed(self, active: int = 0, graph: bool = False, stems: int = 0) -> None:
+        """Count a change (active insights, their stemmed terms, the graph): applied at commit inside a
+        transaction, at once outside one."""
         if graph:
             self._gen += 1
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
             tx.levels[-1]["active"] += active
+            tx.levels[-1]["stems"] += stems
             tx.levels[-1]["graph"] += int(graph)
         else:
             with self._conn() as conn:
-                self._flush(conn, {"active": active, "graph": int(graph)})
+                self._flush(conn, {"active": active, "stems": stems, "graph": int(graph)})
 
     def _flush(self, conn: Any, counts: dict[str, int]) -> None:
-        if counts["active"] or counts["graph"]:
+        if counts["active"] or counts["stems"] or counts["graph"]:
             conn.execute(
                 self._q(
-                    "UPDATE {s}.mnemon_meta SET value = value + CASE key WHEN 'active' THEN %s ELSE 1 END "
-                    "WHERE key = 'active' OR (key = 'graph' AND %s)"
+                    "UPDATE {s}.mnemon_meta SET value = value + CASE key WHEN 'active' THEN %s "
+                    "WHEN 'active_stems' THEN %s ELSE 1 END "
+                    "WHERE key IN ('active', 'active_stems') OR (key = 'graph' AND %s)"
                 ),
-                (counts["active"], counts["graph"] > 0),
+                (counts["active"], counts["stems"], counts["graph"] > 0),
             )
+
+    def _pending(self, key: str) -> int:
+        """This thread's uncommitted change to a counter (its transaction reads its own writes)."""
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        return sum(level[key] for level in tx.levels) if tx is not None else 0
 
     def _stamp(self) -> int:
         """The vec_seq for a vector change: one per transaction. Reserving it locks the counter row until
@@ -606,14 +663,16 @@ class PostgresStore:
 
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
         toks = sorted(set(tokens))
+        stems = _stems(ins.content, ins.tags, ins.entities)
         self._exec(
             "INSERT INTO {s}.insights (id, content, category, importance, tags, entities, source, access_count, "
-            "created_at, updated_at, deleted_at, last_accessed_at, effective_importance, stored_at, terms, n_tokens) "
-            "VALUES (%s,%s,%s,%s,%s::text[],%s::text[],%s,%s,%s,%s,%s,%s,%s,%s,%s::text[],%s)",
+            "created_at, updated_at, deleted_at, last_accessed_at, effective_importance, stored_at, terms, n_tokens, "
+            "stems, n_stems) VALUES (%s,%s,%s,%s,%s::text[],%s::text[],%s,%s,%s,%s,%s,%s,%s,%s,%s::text[],%s,"
+            "%s::text[],%s)",
             (
                 ins.id, ins.content, str(ins.category), ins.importance, list(ins.tags), list(ins.entities),
                 ins.source, ins.access_count, ins.created_at, ins.updated_at, ins.deleted_at, ins.last_accessed_at,
-                ins.effective_importance, ins.stored_at, toks, len(toks),
+                ins.effective_importance, ins.stored_at, toks, len(toks), stems, len(stems),
             ),
         )
         if ins.entities:
@@ -623,7 +682,8 @@ class PostgresStore:
                 "WHERE i.id = %s ON CONFLICT DO NOTHING",
                 (list(dict.fromkeys(ins.entities)), ins.id),
             )
-        self._changed(active=int(ins.deleted_at is None), graph=True)
+        active = ins.deleted_at is None
+        self._changed(active=int(active), graph=True, stems=len(stems) if active else 0)
 
     def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
         sql = f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE id = %s"
@@ -696,7 +756,7 @@ class PostgresStore:
             return
         was_active = self._exec(
             "UPDATE {s}.insights i SET deleted_at = %s, updated_at = %s FROM (SELECT id, deleted_at IS NULL AS was "
-            "FROM {s}.insights WHERE id = ANY(%s::text[])) o WHERE i.id = o.id RETURNING o.was",
+            "FROM {s}.insights WHERE id = ANY(%s::text[])) o WHERE i.id = o.id RETURNING o.was, i.n_stems",
             (now, now, ids),
         )
         if self._one("SELECT 1 FROM {s}.vectors WHERE id = ANY(%s::text[]) LIMIT 1", (ids,)):
@@ -706,7 +766,8 @@ class PostgresStore:
         self._exec(
             "DELETE FROM {s}.edges WHERE source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[])", (ids, ids)
         )
-        self._changed(active=-sum(1 for r in was_active if r[0]), graph=True)
+        self._changed(active=-sum(1 for r in was_active if r[0]), graph=True,
+                      stems=-sum(r[1] for r in was_active if r[0]))
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
         # An id listed twice counts twice, as on SQLite.
@@ -805,6 +866,54 @@ class PostgresStore:
             return {}
         rows = self._exec("SELECT id, terms FROM {s}.insights WHERE id = ANY(%s::text[])", (ids,))
         return {r[0]: frozenset(r[1]) for r in rows}
+
+    def term_scores(self, term: str) -> list[tuple[str, float]]:
+        # The postings (GIN over the term keys) and the two totals come from one statement, so from one
+        # snapshot; the score is computed here, bit-identical to SQLite's bm25() (`base.bm25`). Insertion
+        # order, as FTS5 returns its matches.
+        rows = self._exec(
+            "SELECT id, cardinality(array_positions(stems, %s::text)), n_stems, "
+            "(SELECT value FROM {s}.mnemon_meta WHERE key = 'active'), "
+            "(SELECT value FROM {s}.mnemon_meta WHERE key = 'active_stems') FROM {s}.insights "
+            "WHERE {s}.term_keys(stems) && %s::text[] AND %s::text = ANY(stems) AND deleted_at IS NULL ORDER BY seq",
+            (term, [term_key(term)], term),
+        )
+        if not rows:
+            return []
+        n_docs = int(rows[0][3]) + self._pending("active")
+        total = int(rows[0][4]) + self._pending("stems")
+        return [(r[0], bm25(r[1], r[2], n_docs, len(rows), total)) for r in rows]
+
+    def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
+        # SQLite's `COLLATE NOCASE` folds ASCII letters only; so does lower() under the "C" collation (the
+        # name is cast to it: a parameter would take the database's collation, which may fold more).
+        names = list(dict.fromkeys(names))
+        if not names:
+            return {}
+        rows = self._exec(
+            "SELECT n.name, i.id FROM unnest(%s::text[]) WITH ORDINALITY AS n(name, k) JOIN {s}.insights i "
+            "ON lower(i.source) = lower(n.name COLLATE \"C\") WHERE i.deleted_at IS NULL ORDER BY n.k, i.seq",
+            (names,),
+        )
+        out: dict[str, list[str]] = {}
+        for name, id_ in rows:
+            out.setdefault(name, []).append(id_)
+        return out
+
+    def session_tail(self, session: str) -> str | None:
+        r = self._one(
+            "SELECT t.insight_id FROM {s}.conversation_tails t JOIN {s}.insights i ON i.id = t.insight_id "
+            "WHERE t.session = %s AND i.deleted_at IS NULL",
+            (session,),
+        )
+        return r[0] if r else None
+
+    def set_session_tail(self, session: str, insight_id: str) -> None:
+        self._exec(
+            "INSERT INTO {s}.conversation_tails (session, insight_id) VALUES (%s, %s) "
+            "ON CONFLICT (session) DO UPDATE SET insight_id = EXCLUDED.insight_id",
+            (session, insight_id),
+        )
 
     def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
         rows = self._exec(
@@ -1094,20 +1203,21 @@ class PostgresStore:
         )
         return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
 
-    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float]]:
+    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float, str | None]]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
+        sub = "CASE WHEN e.edge_type = 'temporal' THEN e.metadata->>'sub_type' END"
         rows = self._exec(
-            "SELECT e.source_id, e.target_id, e.edge_type, e.weight FROM {s}.edges e "
+            f"SELECT e.source_id, e.target_id, e.edge_type, e.weight, {sub} FROM {{s}}.edges e "
             "JOIN {s}.insights i ON i.id = e.target_id AND i.deleted_at IS NULL "
             "WHERE e.source_id = ANY(%s::text[]) UNION ALL "
-            "SELECT e.target_id, e.source_id, e.edge_type, e.weight FROM {s}.edges e "
+            f"SELECT e.target_id, e.source_id, e.edge_type, e.weight, {sub} FROM {{s}}.edges e "
             "JOIN {s}.insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
             "WHERE e.target_id = ANY(%s::text[])",
             (ids, ids), binary=True,  # tens of thousands of rows per beam level: binary parses faster
         )
-        return [(r[0], r[1], r[2], r[3]) for r in rows]
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     def superseded_ids(self) -> set[str]:
         rows = self._exec(
@@ -1165,10 +1275,17 @@ class PostgresStore:
             yield OplogEntry.model_construct(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "",
                                              created_at=r[4])
 
-    def load(self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry]) -> None:
+    def dump_tails(self) -> Iterator[tuple[str, str]]:
+        """(session, insight id) of every remember session's tail, by session."""
+        yield from self._exec("SELECT session, insight_id FROM {s}.conversation_tails ORDER BY session")
+
+    def load(
+        self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry],
+        tails: Iterable[tuple[str, str]] = (),
+    ) -> None:
         """Bulk-copy rows into this (empty) store with binary COPY in one transaction: insights in the given
-        order, oplog ids kept. Vectors wait in a spool file until their insights are in; their HNSW indexes
-        are built last."""
+        order (their stems, term counts and the counters made on the way), oplog ids kept, the session tails.
+        Vectors wait in a spool file until their insights are in; their HNSW indexes are built last."""
         import tempfile
 
         models: dict[tuple[str, int], int] = {}  # (model, dim) -> active vectors
@@ -1181,20 +1298,22 @@ class PostgresStore:
                 with cur.copy(self._q(
                     "COPY {s}.insights (id, content, category, importance, tags, entities, source, access_count, "
                     "created_at, updated_at, deleted_at, last_accessed_at, effective_importance, stored_at, terms, "
-                    "n_tokens) FROM STDIN (FORMAT BINARY)"
+                    "n_tokens, stems, n_stems) FROM STDIN (FORMAT BINARY)"
                 )) as cp:
                     cp.set_types([
                         "text", "text", "text", "int4", "text[]", "text[]", "text", "int4", "text", "text", "text",
-                        "text", "float8", "text", "text[]", "int4",
+                        "text", "float8", "text", "text[]", "int4", "text[]", "int4",
                     ])
                     for row in insights:
                         ins = row.insight
                         toks = sorted(row.tokens)
+                        # Stemmed from the text, as the source store did when it stored the insight.
+                        stems = _stems(ins.content, ins.tags, ins.entities)
                         cp.write_row((
                             ins.id, ins.content, str(ins.category), ins.importance, list(ins.tags),
                             list(ins.entities), ins.source, ins.access_count, ins.created_at, ins.updated_at,
                             ins.deleted_at, ins.last_accessed_at, float(ins.effective_importance), ins.stored_at,
-                            toks, len(toks),
+                            toks, len(toks), stems, len(stems),
                         ))
                         if row.vector is not None:
                             vec = np.asarray(row.vector, dtype="<f4")
@@ -1226,11 +1345,20 @@ class PostgresStore:
                     cp.set_types(["int8", "text", "text", "text", "text"])
                     for o in oplog:
                         cp.write_row((o.id, o.operation, o.insight_id, o.detail, o.created_at))
+                with cur.copy(self._q(
+                    "COPY {s}.conversation_tails (session, insight_id) FROM STDIN (FORMAT BINARY)"
+                )) as cp:
+                    cp.set_types(["text", "text"])
+                    for tail in tails:
+                        cp.write_row(tail)
                 # Counters and identities continue after the copied rows.
                 cur.execute(self._q(
                     "UPDATE {s}.mnemon_meta SET value = CASE key "
                     "WHEN 'active' THEN (SELECT count(*) FROM {s}.insights WHERE deleted_at IS NULL) "
-                    "WHEN 'vec_seq' THEN value + %s ELSE value + 1 END WHERE key IN ('active', 'vec_seq', 'graph')"
+                    "WHEN 'active_stems' THEN (SELECT coalesce(sum(n_stems), 0) FROM {s}.insights "
+                    "WHERE deleted_at IS NULL) "
+                    "WHEN 'vec_seq' THEN value + %s ELSE value + 1 END "
+                    "WHERE key IN ('active', 'active_stems', 'vec_seq', 'graph')"
                 ), (len(spooled),))
                 for table, col in (("insights", "seq"), ("oplog", "id")):
                     cur.execute(self._q(
