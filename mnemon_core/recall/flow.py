@@ -2,7 +2,7 @@
 neighbourhood, so a memory next to a strong match (the answer after a question, the next step of a decision)
 is found and ranked by what it is next to.
 
-The anchors start with their own query relevance (the rerank's keyword, entity and similarity terms). An edge
+The anchors start with their own query relevance (the rerank's keyword and similarity terms). An edge
 passes on what reaches its near end times
 
     factor(edge) = φ(intent, type) · sub-type factor · weight        (each in [0, 1])

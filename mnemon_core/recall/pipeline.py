@@ -363,14 +363,17 @@ def _run_flow(
     assert config.flow is not None
     cosine_of = sig.cosine_of
     w_kw, w_ent, w_sim, w_gr = config.weights(intent, cosine_of is not None)
-    direct = w_kw + w_ent + w_sim
+    # What flows is what an insight says about the query's words and meaning; an entity match (who said it,
+    # which project it names) is shared by too many neighbours to pass on (measured: docs/recall.md).
+    said = w_kw + w_sim
 
     def signals(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(keyword, entity, similarity, relevance) of nodes: relevance = their weighted sum, scaled to [0, 1]."""
+        """(keyword, entity, similarity, relevance) of nodes; relevance = keyword and similarity weighted,
+        scaled to [0, 1]: what the flow passes on."""
         kw = _lookup(*sig.keyword, nodes)
         ent = _lookup(*sig.entity, nodes)
         sim = np.maximum(0.0, cosine_of(nodes)) if cosine_of is not None else np.zeros(nodes.shape[0])
-        rel = (w_kw * kw + w_ent * ent + w_sim * sim) / direct if direct > 0 else np.zeros(nodes.shape[0])
+        rel = (w_kw * kw + w_sim * sim) / said if said > 0 else np.zeros(nodes.shape[0])
         return kw, ent, sim, rel
 
     anchor_nodes = view.intern([a.id for a in sig.anchors])
