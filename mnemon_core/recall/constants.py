@@ -68,8 +68,8 @@ FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
 HYBRID_ANCHOR_TOP_K = 100
 # Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold
 # cross-validation on the LoCoMo dev conversations (benchmarks/RESULTS.md).
-HYBRID_WEIGHTS = (0.2083, 0.0625, 0.3125, 0.4167)
-HYBRID_WEIGHTS_NO_VECTORS = (0.4787, 0.1489, 0.0, 0.3723)
+HYBRID_WEIGHTS = (0.2275, 0.1557, 0.2976, 0.3191)
+HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
 # Evidence confidence: a result without a keyword or entity match whose calibrated cosine is below this is
 # "low", whatever its score.
 CONFIDENCE_MIN_SIMILARITY = 0.5
