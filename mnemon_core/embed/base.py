@@ -19,6 +19,7 @@ from typing import Protocol, overload, runtime_checkable
 import numpy as np
 
 from ..errors import EmbedderError
+from ..redact import redact
 
 __all__ = [
     "CACHE_SIZE",
@@ -221,11 +222,8 @@ class BaseEmbedder(ABC):
         return arr / norms
 
     def redact(self, message: str) -> str:
-        """Remove the API key from a message (a server may echo it back in an error body)."""
-        secret = self._secret()
-        if secret:
-            message = message.replace(secret, "***")
-        return message
+        """The message without the API key or any credential (a server may echo them in an error body)."""
+        return redact(message, self._secret())
 
     @staticmethod
     def _short(text: str) -> str:
