@@ -123,17 +123,22 @@ class LLMConfig:
             mode=m,
         )
 
-    def client(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise MissingExtraError("openai", "openai") from None
+    def key(self) -> str:
+        """The key to send: ours, `OPENAI_API_KEY`, or a placeholder for a server at `base_url`; LLMError if none."""
         key = self.api_key or _env("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else None)
         if key is None:
             raise LLMError(
                 "no API key: set MNEMON_LLM_API_KEY (or OPENAI_API_KEY), or point MNEMON_LLM_BASE_URL at a "
                 "local OpenAI-compatible server"
             )
+        return key
+
+    def client(self) -> Any:
+        key = self.key()
+        try:
+            import openai
+        except ImportError:
+            raise MissingExtraError("openai", "openai") from None
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_retries)
 
 
@@ -173,6 +178,8 @@ class ChatLLM:
 
     def __init__(self, config: LLMConfig | None = None, *, client: Any = None) -> None:
         self.config = config or LLMConfig.resolve()
+        if client is None:
+            self.config.key()  # a missing key fails now, before any file is read or openai (slow) imported
         self._client = client
         self.mode = self.config.mode
         self.usage = Usage()
