@@ -330,7 +330,9 @@ def test_cli_extract_reports_failures_and_exits_1_without_a_draft(cli, tmp_path:
 
 
 def test_cli_extract_unknown_format(cli):
-    r = cli("extract", str(FIX / "unknown.csv"), env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])})
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")]),
+           "MNEMON_LLM_BASE_URL": "http://127.0.0.1:9/v1"}  # a configured model (never called): the file is read
+    r = cli("extract", str(FIX / "unknown.csv"), env=env)
     assert r.code == 1 and "unrecognised export format" in r.err and "we read: Markdown" in r.err
 
 
