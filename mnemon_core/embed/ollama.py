@@ -2,9 +2,8 @@
 
 Health: GET `<endpoint>/api/tags` answers 200 within 2 s. Embed: POST `<endpoint>/api/embed`
 `{model, input, dimensions?}` → `{"embeddings": [[…], …]}`. 30 s per request (MNEMON_EMBED_TIMEOUT), 5 s to
-connect; proxies from
-the environment are bypassed (the server is normally local). When the endpoint ends in `/v1`,
-`get_embedder` picks the OpenAI-compatible protocol instead (see openai.py).
+connect; proxies from the environment are bypassed (the server is normally local). When the endpoint ends in
+`/v1`, `get_embedder` picks the OpenAI-compatible protocol instead (see openai.py).
 """
 
 from __future__ import annotations
