@@ -236,7 +236,10 @@ def _extract(a: argparse.Namespace) -> None:
         if a.judge:
             judge = ex.LinkJudge(mem, **_llm_options(a), dry_run=a.dry_run)
             added = [item.id for item in imported.results if item.action == "added"]
-            summary["judge"] = [r.model_dump(mode="json") for r in judge.judge_many(added)]
+            judged = judge.judge_many(added)
+            summary["judge"] = [r.model_dump(mode="json") for r in judged]
+            if why := ex.nothing_judged(judged):  # the import stands: a warning, not a failure
+                print(f"mnemon: warning: {why}", file=sys.stderr)
     emit(summary)
 
 
@@ -253,9 +256,13 @@ def _judge(a: argparse.Namespace) -> None:
     if a.recent is not None:
         if a.recent < 1:
             raise ValidationError(f"--recent must be at least 1, got {a.recent}", field="recent")
-        emit(judge.judge_recent(a.recent))
+        results = judge.judge_recent(a.recent)
+        emit(results)
     else:
-        emit(judge.judge(a.id))
+        results = [judge.judge(a.id)]
+        emit(results[0])
+    if why := ex.nothing_judged(results):  # each result's error is on stdout; exit 1 when none got a decision
+        raise ex.LLMError(why)
 
 
 def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:

@@ -7,6 +7,7 @@ a name can never escape the data directory.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ DEFAULT_MAX_INSIGHTS = 1000
 DEFAULT_PRUNE_MIN_AGE_S = 24 * 3600.0
 EMBEDDERS = ("local", "ollama", "openai", "none")
 DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
+DEFAULT_EMBED_TIMEOUT_S = 30.0  # per request to a remote embedder (spec §3.2); MNEMON_EMBED_TIMEOUT
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 
 
@@ -67,6 +69,17 @@ def parse_duration(text: str) -> float:
     return sum(float(n) * units[u] for n, u in parts)
 
 
+def _seconds(text: str, name: str) -> float:
+    """A positive, finite number of seconds from a variable."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ValidationError(f'{name} must be a positive number of seconds, got "{text}"', field=name)
+    return value
+
+
 def _env(name: str) -> str | None:
     v = os.environ.get(name)
     return v if v not in (None, "") else None
@@ -83,6 +96,7 @@ class Settings:
     embed_api_key: str | None = field(default=None, repr=False)
     embed_dimensions: int | None = None
     embed_protocol: str | None = None
+    embed_timeout_s: float = DEFAULT_EMBED_TIMEOUT_S
     max_insights: int = DEFAULT_MAX_INSIGHTS
     prune_min_age_s: float = DEFAULT_PRUNE_MIN_AGE_S
     database_url: str | None = None
@@ -129,6 +143,7 @@ class Settings:
         else:
             max_val = DEFAULT_MAX_INSIGHTS
         age = _env("MNEMON_AUTO_PRUNE_MIN_AGE")
+        timeout = _env("MNEMON_EMBED_TIMEOUT")
         return cls(
             data_dir=dd,
             store=name,
@@ -139,6 +154,7 @@ class Settings:
             embed_api_key=_env("MNEMON_EMBED_API_KEY"),
             embed_dimensions=int(dims) if dims else None,
             embed_protocol=_env("MNEMON_EMBED_PROTOCOL"),
+            embed_timeout_s=_seconds(timeout, "MNEMON_EMBED_TIMEOUT") if timeout else DEFAULT_EMBED_TIMEOUT_S,
             max_insights=max_val,
             prune_min_age_s=parse_duration(age) if age is not None else DEFAULT_PRUNE_MIN_AGE_S,
             database_url=database_url or _env("MNEMON_DATABASE_URL"),
