@@ -497,13 +497,13 @@ class _Importer:
         """Write draft insight i (or find its exact duplicate); returns its result row and, when written,
         its source."""
         store, mem, di = self.store, self.mem, self.draft.insights[i]
-        new_id = str(uuid.uuid4())
         if not self.no_diff:
             # Under the write lock, so it also sees earlier items of this draft and other writers.
             existing = store.find_by_content(di.content)
             if existing is not None:
-                store.log("import-skip", new_id, f"duplicate of {existing}", now)
+                store.log("import-skip", existing, f"duplicate of {existing}", now)
                 return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
+        new_id = str(uuid.uuid4())
         source = self.draft.source_of(i)
         ents = resolve(view, di.content, di.entities, EntityMode.merge)
         created = di.created_at or now
