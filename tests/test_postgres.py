@@ -162,6 +162,10 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     same(lambda s: s.edges_among(["a", "b", "c"]))
     same(lambda s: s.edges_among(["a", "b", "c"], "semantic"))
     same(lambda s: s.edge_counts(["a", "b", "g", "zz"]))
+    assert same(lambda s: s.existing_edges([("a", "b", "semantic"), ("b", "a", "causal"), ("a", "c", "causal"),
+                                            ("a", "b", "semantic"), ("zz", "a", "entity")])) == {
+        ("a", "b", "semantic"), ("a", "c", "causal")}
+    assert same(lambda s: s.existing_edges([])) == set()
     assert same(lambda s: s.count_edges()) == 4  # g's edges went with it
     same(lambda s: list(s.iter_edges()))
     pg.delete_edge("a", "c", "causal")

@@ -1041,6 +1041,17 @@ class PostgresStore:
             args.append(str(edge_type))
         return [_row_to_edge(r) for r in self._exec(sql + " ORDER BY source_id, target_id", args)]
 
+    def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        rows = list(dict.fromkeys(keys))
+        if not rows:
+            return set()
+        found = self._exec(
+            "SELECT e.source_id, e.target_id, e.edge_type FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "AS k(s, t, y) JOIN {s}.edges e ON e.source_id = k.s AND e.target_id = k.t AND e.edge_type = k.y",
+            tuple(list(col) for col in zip(*rows)),
+        )
+        return {(r[0], r[1], r[2]) for r in found}
+
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         if not out:

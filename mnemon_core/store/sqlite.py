@@ -728,6 +728,19 @@ class SQLiteStore:
             args.append(edge_type)
         return [_row_to_edge(r) for r in self.db.execute(sql + " ORDER BY source_id, target_id", args)]
 
+    def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        found: set[tuple[str, str, str]] = set()
+        rows = list(dict.fromkeys(keys))
+        for i in range(0, len(rows), 300):  # 900 bound parameters per statement
+            chunk = rows[i : i + 300]
+            values = ",".join(["(?,?,?)"] * len(chunk))
+            found.update(self.db.execute(
+                f"WITH k(s, t, y) AS (VALUES {values}) SELECT e.source_id, e.target_id, e.edge_type FROM k "
+                "JOIN edges e ON e.source_id = k.s AND e.target_id = k.t AND e.edge_type = k.y",
+                [x for key in chunk for x in key],
+            ))
+        return found
+
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         ids = list(out)
