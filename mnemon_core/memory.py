@@ -37,6 +37,8 @@ from .models import (
     Insight,
     LinkResult,
     OplogEntry,
+    OplogRetentionInfo,
+    OplogStatus,
     RelatedHit,
     RememberResult,
     SearchHit,
@@ -490,9 +492,12 @@ class Memory:
 
     def status(self) -> StatusResult:
         store = self.store
+        rows, keep = store.count_log(), self.settings.oplog_retention
+        retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
+        oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog_count=store.count_log(),
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
         )

@@ -245,15 +245,6 @@ def test_transactions_nest_as_savepoints(pg) -> None:
     assert pg.get_insight("outer") is None and pg.count_log() == 1 and pg.count_active() == 1
 
 
-def test_oplog_keeps_the_last_5000(pg) -> None:
-    with pg.transaction():
-        for i in range(5003):
-            pg.log("search", None, f"q{i}", T0)
-    assert pg.count_log() == 5000
-    assert [e.detail for e in pg.read_log(2)] == ["q5002", "q5001"]
-    assert pg.read_log(5000)[-1].detail == "q3"
-
-
 def test_readonly(pg_url: str, pg_store_name: str) -> None:
     from mnemon_core.errors import StoreError
     from mnemon_core.store.postgres import PostgresStore
