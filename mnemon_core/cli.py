@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["list", "create", "set", "remove"])
     s.add_argument("name", nargs="?")
 
-    s = cmd("import", "Import a memory_draft.json (schema v1)")
+    s = cmd("import", "Import a memory_draft.json (schema v1; every field and limit: docs/import.md)")
     s.add_argument("file")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--no-diff", action="store_true")

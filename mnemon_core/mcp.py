@@ -386,8 +386,8 @@ ACCESS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": Fal
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("remember", "Store one durable insight and build its temporal, entity, causal and semantic edges. "
-             "An exact duplicate of an active insight is skipped. Returns the new id, the edges created and "
-             "candidates worth linking.", RememberArgs, _remember, write=True,
+             "An exact duplicate of an active insight is skipped (its id is returned). Returns the new id, the "
+             "edges created and candidates worth linking.", RememberArgs, _remember, write=True,
              hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                     "openWorldHint": False}),
     ToolSpec("recall", "Intent-aware graph recall (WHY / WHEN / ENTITY / GENERAL): keyword, entity, similarity "

@@ -37,6 +37,8 @@ from .models import (
     Insight,
     LinkResult,
     OplogEntry,
+    OplogRetentionInfo,
+    OplogStatus,
     RelatedHit,
     RememberResult,
     SearchHit,
@@ -229,7 +231,7 @@ class Memory:
         if not no_diff:
             existing = store.find_by_content(inp.content)
             if existing is not None:
-                return self._skip(new_id, inp.content, existing, now)
+                return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
         by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
@@ -241,7 +243,7 @@ class Memory:
                 # Checked again under the write lock: two agents remembering the same text at once.
                 existing = store.find_by_content(inp.content)
                 if existing is not None:
-                    return self._skip(new_id, inp.content, existing, now)
+                    return self._skip(inp.content, existing, now)
             ents = resolve(store, inp.content, inp.entities, inp.entity_mode)
             ins = Insight(
                 id=new_id, content=inp.content, category=inp.category, importance=inp.importance, tags=inp.tags,
@@ -266,9 +268,11 @@ class Memory:
             effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
         )
 
-    def _skip(self, new_id: str, content: str, existing: str, now: str) -> RememberResult:
-        self._log("diff-skip", new_id, f"exact duplicate of {existing}", now)
-        return RememberResult(id=new_id, content=content, action="skipped", diff_suggestion="DUPLICATE",
+    def _skip(self, content: str, existing: str, now: str) -> RememberResult:
+        """An exact repeat writes nothing; it answers with the insight that holds the text (`id`, and
+        `replaced_id` as the spec has it), so `show <id>` finds it."""
+        self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
+        return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
                               replaced_id=existing)
 
     # ------------------------------------------------------------------ recall
@@ -488,9 +492,12 @@ class Memory:
 
     def status(self) -> StatusResult:
         store = self.store
+        rows, keep = store.count_log(), self.settings.oplog_retention
+        retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
+        oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog_count=store.count_log(),
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
         )

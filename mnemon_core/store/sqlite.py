@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..config import OplogRetention
 from ..errors import StoreError
 from ..models import Edge, Insight, OplogEntry
 from .base import NO_FILTERS, Filters, TokenHit
@@ -26,7 +27,6 @@ from .vectors import VectorCache, decode, encode
 if TYPE_CHECKING:
     from .ann import AnnIndex
 
-OPLOG_CAP = 5000
 BUSY_TIMEOUT_MS = 60_000
 _VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
@@ -272,10 +272,14 @@ def _row_to_edge(r: tuple) -> Edge:
 class SQLiteStore:
     """`Store` over one SQLite file. One connection; safe across processes through WAL + busy timeout."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, readonly: bool = False, oplog_retention: OplogRetention = OplogRetention()
+    ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.readonly = readonly
+        self.oplog_retention = oplog_retention
+        self._trim_due: str | None = None  # the open transaction wrote oplog rows: trim at commit, as of then
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
@@ -331,6 +335,7 @@ class SQLiteStore:
                 self._ann.clear()  # their exact deltas too
                 if self._depth == 0:
                     self._graph_dirty = False
+                    self._trim_due = None
                     self.db.execute("ROLLBACK")
                 else:
                     self.db.execute(f"ROLLBACK TO {name}")
@@ -342,6 +347,8 @@ class SQLiteStore:
                     if self._graph_dirty:
                         self._graph_dirty = False
                         self._bump_graph()
+                    if self._trim_due is not None:
+                        self._trim_oplog(self._trim_due)
                     self.db.execute("COMMIT")
                 else:
                     self.db.execute(f"RELEASE {name}")
@@ -728,6 +735,19 @@ class SQLiteStore:
             args.append(edge_type)
         return [_row_to_edge(r) for r in self.db.execute(sql + " ORDER BY source_id, target_id", args)]
 
+    def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        found: set[tuple[str, str, str]] = set()
+        rows = list(dict.fromkeys(keys))
+        for i in range(0, len(rows), 300):  # 900 bound parameters per statement
+            chunk = rows[i : i + 300]
+            values = ",".join(["(?,?,?)"] * len(chunk))
+            found.update(self.db.execute(
+                f"WITH k(s, t, y) AS (VALUES {values}) SELECT e.source_id, e.target_id, e.edge_type FROM k "
+                "JOIN edges e ON e.source_id = k.s AND e.target_id = k.t AND e.edge_type = k.y",
+                [x for key in chunk for x in key],
+            ))
+        return found
+
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         ids = list(out)
@@ -822,11 +842,28 @@ class SQLiteStore:
     # ------------------------------------------------------------------ oplog
 
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        cur = self.db.execute(
+        if self._depth == 0:  # alone: a transaction of its own, as the retention trim runs at a commit
+            with self.transaction():
+                return self.log(operation, insight_id, detail, now)
+        self.db.execute(
             "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?,?,?,?)",
             (operation, insight_id, detail, now),
         )
-        self.db.execute("DELETE FROM oplog WHERE id <= ?", (cur.lastrowid - OPLOG_CAP,))
+        self._trim_due = now  # once at commit, however many rows the transaction logs
+
+    def _trim_oplog(self, now: str) -> None:
+        """`OplogRetention`: two index range deletes (created_at, then the id primary key)."""
+        self._trim_due = None
+        cutoff = self.oplog_retention.cutoff(now)
+        if cutoff is not None:
+            self.db.execute("DELETE FROM oplog WHERE created_at < ?", (cutoff,))
+        if self.oplog_retention.max_rows > 0:
+            self.db.execute(
+                "DELETE FROM oplog WHERE id <= (SELECT max(id) FROM oplog) - ?", (self.oplog_retention.max_rows,)
+            )
+
+    def oplog_oldest(self) -> str | None:
+        return self.db.execute("SELECT min(created_at) FROM oplog").fetchone()[0]
 
     def read_log(self, limit: int) -> list[OplogEntry]:
         rows = self.db.execute(
