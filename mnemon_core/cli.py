@@ -144,7 +144,7 @@ def format_log(entries: Sequence[Any]) -> str:
 def _store(a: argparse.Namespace) -> None:
     from . import stores
 
-    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url) + "\n")
+    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url, readonly=a.readonly) + "\n")
 
 
 @command("import")

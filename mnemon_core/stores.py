@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from .config import UNSET, Settings, resolve_store_name, validate_store_name
-from .errors import NotFoundError, ValidationError
+from .errors import NotFoundError, ReadOnlyError, ValidationError
 
 
 def list_stores(data_dir: Path) -> list[str]:
@@ -56,8 +56,10 @@ class _Catalog:
 
 
 def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None,
-        database_url: str | None = None) -> str:
-    """One `mnemon store` action; returns the text to print."""
+        database_url: str | None = None, *, readonly: bool = False) -> str:
+    """One `mnemon store` action; returns the text to print. Only `list` runs with `readonly`."""
+    if readonly and action != "list":
+        raise ReadOnlyError(f"store {action}")
     settings = Settings.resolve(data_dir=data_dir or UNSET, store="default", database_url=database_url)
     dd = settings.data_dir
     stores = _Catalog(dd, settings.database_url)
