@@ -318,7 +318,7 @@ class SQLiteStore:
         with self._lock:
             name = f"sp{self._depth}"
             if self._depth == 0:
-                self.db.execute("BEGIN IMMEDIATE")
+                self._begin()
             else:
                 self.db.execute(f"SAVEPOINT {name}")
             self._depth += 1
@@ -326,9 +326,7 @@ class SQLiteStore:
                 yield
             except BaseException:
                 self._depth -= 1
-                self._graph_gen += 1
-                self._vectors.clear()  # it may hold vectors this rollback removes, under sequence numbers reused next
-                self._ann.clear()  # their exact deltas too
+                self._forget_uncommitted()
                 if self._depth == 0:
                     self._graph_dirty = False
                     self.db.execute("ROLLBACK")
@@ -342,9 +340,35 @@ class SQLiteStore:
                     if self._graph_dirty:
                         self._graph_dirty = False
                         self._bump_graph()
-                    self.db.execute("COMMIT")
+                    try:
+                        self.db.execute("COMMIT")
+                    except BaseException:
+                        # A failed COMMIT (a deferred constraint, a full disk) can leave the transaction open:
+                        # end it, or every later transaction() fails on this connection.
+                        self._forget_uncommitted()
+                        if self.db.in_transaction:
+                            self.db.execute("ROLLBACK")
+                        raise
                 else:
                     self.db.execute(f"RELEASE {name}")
+
+    def _begin(self) -> None:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if e.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            raise StoreError(
+                f"database is locked: another process held the write lock on {self.path} longer than the "
+                f"{BUSY_TIMEOUT_MS / 1000:g} s busy timeout; try again", path=str(self.path),
+            ) from e
+
+    def _forget_uncommitted(self) -> None:
+        """After a rollback: caches may hold rows it removed (vectors under sequence numbers reused next, the
+        ANN files' exact deltas), and readers must see a new graph version."""
+        self._graph_gen += 1
+        self._vectors.clear()
+        self._ann.clear()
 
     def close(self) -> None:
         self.db.close()
