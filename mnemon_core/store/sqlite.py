@@ -9,6 +9,7 @@ pre-tokenised text (keyword signal: which insights hold which query tokens).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -215,6 +216,11 @@ MIGRATIONS = [
 ]
 
 
+def _code(e: sqlite3.Error) -> int:
+    """The primary result code of an error (SQLITE_READONLY for SQLITE_READONLY_DIRECTORY, ...)."""
+    return (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
 def _fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
@@ -286,8 +292,7 @@ class SQLiteStore:
             if readonly:
                 if not self.path.exists():
                     raise StoreError(f"database not found: {self.path}", path=str(self.path))
-                uri = self.path.resolve().as_uri() + "?mode=ro"
-                self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                self.db = self._open_readonly()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -298,8 +303,36 @@ class SQLiteStore:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
                 self._migrate()
+            elif self.db.execute("PRAGMA user_version").fetchone()[0] < 100 + len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} needs a schema upgrade, which --readonly cannot do: run one command on it "
+                    "without --readonly (as a user who may write it)", path=str(self.path),
+                )
         except sqlite3.Error as e:
-            raise StoreError(f"cannot open database {self.path}: {e}", path=str(self.path)) from e
+            # A file this user may read but not write (or create its WAL beside): say how to read it.
+            unwritable = _code(e) == sqlite3.SQLITE_READONLY or (
+                _code(e) == sqlite3.SQLITE_CANTOPEN and os.access(self.path, os.R_OK))
+            hint = " (--readonly reads it)" if not readonly and unwritable else ""
+            raise StoreError(f"cannot open database {self.path}: {e}{hint}", path=str(self.path)) from e
+        except OSError as e:  # the data directory is a file, under a file, not writable, ...
+            raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
+                             path=str(self.path)) from e
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """`mode=ro`. A WAL database is read through its index file (-shm); where this user cannot create it
+        (a read-only mount, another user's directory, no writer connected), the file is opened `immutable`:
+        read as it is on disk, without locks. A writer that starts meanwhile goes unseen until the next command;
+        that is the price of reading what one may not write."""
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.OperationalError as e:
+            if _code(e) not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+                raise
+            db.close()
+            db = sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        return db
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -356,7 +389,7 @@ class SQLiteStore:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as e:
-            if e.sqlite_errorcode & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            if _code(e) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise
             raise StoreError(
                 f"database is locked: another process held the write lock on {self.path} longer than the "
