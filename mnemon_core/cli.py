@@ -1,14 +1,18 @@
 """`mnemon`: parse flags → one `Memory` call → JSON on stdout.
 
-Errors a user can cause (`MnemonError`) are one line on stderr and exit status 1; anything else is a bug and
-keeps its traceback. The module imports only the standard library at load time: the CLI starts on every
-agent turn, so the engine (pydantic, numpy) is imported when a command runs, not for `--version`.
+One error boundary (`main`): errors a user can cause (`MnemonError`) and faults of the environment (a file
+system, text or database that refuses, see `errors.fault_message`) are one line on stderr and exit status 1;
+so is a bug, as `internal error: ...`. The traceback is printed only under `MNEMON_DEBUG=1`.
+
+The module imports only the standard library at load time: the CLI starts on every agent turn, so the
+engine (pydantic, numpy) is imported when a command runs, not for `--version`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -125,16 +129,25 @@ def _log(a: argparse.Namespace) -> None:
     sys.stdout.write(format_log(entries))
 
 
+# C0/C1 controls, line separators and lone surrogates: what a terminal would obey or a line would break on.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character as its escape (`\\x1b`, `\\n`): shown, never obeyed, one line."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def format_log(entries: Sequence[Any]) -> str:
     """Text table like Go's tabwriter (2-space padding), newest first."""
     if not entries:
         return "No operations recorded yet.\n"
     rows = [("TIME", "OP", "INSIGHT", "DETAIL"), ("----", "--", "-------", "------")]
     for e in entries:
-        detail = e.detail.replace("\n", " ")
+        detail = printable(e.detail.replace("\n", " "))
         if len(detail.encode()) > 60:
             detail = detail[:57] + "..."
-        rows.append((e.created_at, e.operation, (e.insight_id or "")[:8], detail))
+        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:8]), detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
     return "\n".join(line.rstrip() for line in lines) + "\n"
@@ -299,7 +312,7 @@ class Parser(argparse.ArgumentParser):
     """Usage errors are one line and exit status 1, like every other error."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(1, f"Error: {message}\n")
+        self.exit(1, f"Error: {printable(message)}\n")  # "unrecognized arguments" quotes them raw
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -416,15 +429,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
-    from .errors import MnemonError
-
     try:
         COMMANDS[args.command](args)
-    except MnemonError as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         return 0
+    except Exception as e:  # the one error boundary
+        from .errors import debug, fault_message
+
+        message = fault_message(e)
+        if message is None:
+            message = f"internal error (a bug; MNEMON_DEBUG=1 shows where): {type(e).__name__}: {e}"
+        if debug():
+            import traceback
+
+            traceback.print_exc()
+        print(f"Error: {printable(message)}", file=sys.stderr)
+        return 1
     return 0
 
 

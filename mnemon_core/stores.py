@@ -16,7 +16,7 @@ def list_stores(data_dir: Path) -> list[str]:
         return []
     from .config import STORE_NAME_RE
 
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.match(p.name))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.fullmatch(p.name))
 
 
 class _Catalog:
