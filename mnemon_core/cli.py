@@ -49,14 +49,22 @@ def emit(value: Any) -> None:
     sys.stdout.write(dump(value) + "\n")
 
 
-def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
-    from .config import Settings
+def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = False) -> Any:
+    """The `Memory` a command works on. A named store must exist, so a typo in `--store` is an error rather
+    than a new empty store; only a command that `creates` (adds insights) may make one, and `main` says so
+    once it did. The default store stays implicit."""
+    from . import stores
+    from .config import DEFAULT_STORE, Settings
     from .memory import Memory
 
     settings = Settings.resolve(
         data_dir=args.data_dir, store=args.store, readonly=args.readonly, embed_model=args.embed_model,
         database_url=getattr(args, "database_url", None), origin=origin,
     )
+    if settings.store != DEFAULT_STORE and not stores.exists(settings):
+        if not creates:
+            raise stores.missing(settings.store)
+        args.new_store = settings
     return Memory(settings=settings)
 
 
@@ -65,7 +73,7 @@ def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
 
 @command("remember")
 def _remember(a: argparse.Namespace) -> None:
-    r = memory(a).remember(
+    r = memory(a, creates=True).remember(
         " ".join(a.content), category=a.cat, importance=a.imp, tags=a.tags, entities=a.entities,
         entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff,
     )
@@ -162,7 +170,7 @@ def _store(a: argparse.Namespace) -> None:
 
 @command("import")
 def _import(a: argparse.Namespace) -> None:
-    mem = memory(a)
+    mem = memory(a, creates=True)
     r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff)
     if isinstance(r, str):
         sys.stdout.write(r + "\n")
@@ -243,7 +251,7 @@ def _extract(a: argparse.Namespace) -> None:
         print(f"mnemon: warning: {run.report.chunks_failed} of {run.report.chunks} chunks failed; see "
               '"failures"', file=sys.stderr)
     if a.do_import:
-        mem = memory(a)
+        mem = memory(a, creates=True)
         imported = mem.import_draft(run.draft)
         summary["import"] = imported.model_dump(mode="json")
         if a.judge:
@@ -431,6 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         COMMANDS[args.command](args)
+        new = getattr(args, "new_store", None)
+        if new is not None:
+            from . import stores
+
+            if stores.exists(new):  # not after a dry run
+                print(f'mnemon: created store "{new.store}"', file=sys.stderr)
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one error boundary

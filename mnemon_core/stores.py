@@ -55,6 +55,15 @@ class _Catalog:
             shutil.rmtree(self.data_dir / "data" / name)
 
 
+def exists(settings: Settings) -> bool:
+    """Whether the store `settings` name exists (its directory, or its schema with a database URL)."""
+    return _Catalog(settings.data_dir, settings.database_url).exists(settings.store)
+
+
+def missing(name: str) -> NotFoundError:
+    return NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)", id=name)
+
+
 def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None,
         database_url: str | None = None, *, readonly: bool = False) -> str:
     """One `mnemon store` action; returns the text to print. Only `list` runs with `readonly`."""
@@ -78,7 +87,7 @@ def run(data_dir: str | None, store_flag: str | None, action: str, name: str | N
         stores.create(name)
         return f'Created store "{name}"'
     if not stores.exists(name):
-        raise NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)", id=name)
+        raise missing(name)
     if action == "set":
         dd.mkdir(parents=True, exist_ok=True)
         (dd / "active").write_text(name + "\n", encoding="utf-8")
