@@ -1,8 +1,9 @@
 """Settings, resolved once when a `Memory` is built: explicit arguments > `MNEMON_*` variables > defaults.
 
 `UNSET` marks "not given" (distinct from an explicit None or ""), so layered defaults resolve correctly.
-Store names follow `^[a-zA-Z0-9][a-zA-Z0-9_-]*$` wherever they come from (flag, env, `active` file), so
-a name can never escape the data directory.
+Store names follow `[a-zA-Z0-9][a-zA-Z0-9_-]*` (the whole name: no trailing newline) and are at most
+`MAX_STORE_NAME` characters wherever they come from (flag, env, `active` file), so a name can never escape
+the data directory and always makes a valid directory name.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ class _Unset:
 
 UNSET: Final[Any] = _Unset()
 
-STORE_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$")
+STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")  # always fullmatch: `$` would accept "name\n"
+MAX_STORE_NAME = 255  # a directory name's limit on common file systems (NAME_MAX)
 DEFAULT_STORE = "default"
 DEFAULT_MAX_INSIGHTS = 1000
 DEFAULT_PRUNE_MIN_AGE_S = 24 * 3600.0
@@ -46,9 +48,11 @@ DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 
 
 def validate_store_name(name: str, *, hint: bool = False) -> str:
-    if not STORE_NAME_RE.match(name or ""):
+    if not STORE_NAME_RE.fullmatch(name or ""):
         suffix = ": must match [a-zA-Z0-9][a-zA-Z0-9_-]*" if hint else ""
         raise ValidationError(f'invalid store name "{name}"{suffix}', field="store")
+    if len(name) > MAX_STORE_NAME:
+        raise ValidationError(f"store name too long ({len(name)} characters, max {MAX_STORE_NAME})", field="store")
     return name
 
 
@@ -157,7 +161,10 @@ class Settings:
         origin: str = "agent",
     ) -> Settings:
         dd = Path(data_dir) if data_dir else Path(_env("MNEMON_DATA_DIR") or default_data_dir())
-        dd = dd.expanduser()
+        try:
+            dd = dd.expanduser()
+        except RuntimeError:  # "~user/..." of a user that does not exist
+            raise ValidationError(f'invalid data directory "{dd}": no such user', field="data_dir") from None
         name = resolve_store_name(dd, store)
         emb = (embedder or _env("MNEMON_EMBEDDER") or "local").strip().lower()
         if emb not in EMBEDDERS:
@@ -205,6 +212,6 @@ def resolve_store_name(data_dir: Path, store: str | None = UNSET) -> str:
         active = (data_dir / "active").read_text(encoding="utf-8").strip()
     except OSError:
         active = ""
-    if active and STORE_NAME_RE.match(active):
+    if active and STORE_NAME_RE.fullmatch(active):
         return active
     return DEFAULT_STORE

@@ -40,6 +40,7 @@ from .write.validate import (
     validate_importance,
     validate_source,
     validate_tags,
+    validate_text,
 )
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class DraftInsight(BaseModel):
             raise ValueError(f"invalid RFC 3339 timestamp {json.dumps(v, ensure_ascii=False)}")
         try:
             return normalise(v)
-        except ValueError:  # well-formed but impossible, e.g. month 13
+        except (ValueError, OverflowError):  # well-formed but impossible: month 13, or past year 9999 in UTC
             raise ValueError(f"invalid RFC 3339 timestamp {json.dumps(v, ensure_ascii=False)}") from None
 
 
@@ -219,7 +220,7 @@ class DraftEdge(BaseModel):
             return None
         if not isinstance(v, str):
             raise ValueError("reason must be a string")  # noqa: TRY004
-        return v
+        return validate_text(v, "reason")
 
 
 class ImportDraft(BaseModel):
@@ -328,6 +329,8 @@ def load_draft(draft: ImportDraft | dict[str, Any] | str | Path) -> ImportDraft:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValidationError(f"invalid draft JSON: {e}", field="draft") from None
+        except RecursionError:
+            raise ValidationError("invalid draft JSON: nested too deeply", field="draft") from None
     if not isinstance(data, dict):
         raise ValidationError("invalid draft: must be a JSON object", field="draft")
     try:

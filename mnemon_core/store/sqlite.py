@@ -9,6 +9,7 @@ pre-tokenised text (keyword signal: which insights hold which query tokens).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -215,6 +216,11 @@ MIGRATIONS = [
 ]
 
 
+def _code(e: sqlite3.Error) -> int:
+    """The primary result code of an error (SQLITE_READONLY for SQLITE_READONLY_DIRECTORY, ...)."""
+    return (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
 def _fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
@@ -290,8 +296,7 @@ class SQLiteStore:
             if readonly:
                 if not self.path.exists():
                     raise StoreError(f"database not found: {self.path}", path=str(self.path))
-                uri = self.path.resolve().as_uri() + "?mode=ro"
-                self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                self.db = self._open_readonly()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -302,8 +307,36 @@ class SQLiteStore:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
                 self._migrate()
+            elif self.db.execute("PRAGMA user_version").fetchone()[0] < 100 + len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} needs a schema upgrade, which --readonly cannot do: run one command on it "
+                    "without --readonly (as a user who may write it)", path=str(self.path),
+                )
         except sqlite3.Error as e:
-            raise StoreError(f"cannot open database {self.path}: {e}", path=str(self.path)) from e
+            # A file this user may read but not write (or create its WAL beside): say how to read it.
+            unwritable = _code(e) == sqlite3.SQLITE_READONLY or (
+                _code(e) == sqlite3.SQLITE_CANTOPEN and os.access(self.path, os.R_OK))
+            hint = " (--readonly reads it)" if not readonly and unwritable else ""
+            raise StoreError(f"cannot open database {self.path}: {e}{hint}", path=str(self.path)) from e
+        except OSError as e:  # the data directory is a file, under a file, not writable, ...
+            raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
+                             path=str(self.path)) from e
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """`mode=ro`. A WAL database is read through its index file (-shm); where this user cannot create it
+        (a read-only mount, another user's directory, no writer connected), the file is opened `immutable`:
+        read as it is on disk, without locks. A writer that starts meanwhile goes unseen until the next command;
+        that is the price of reading what one may not write."""
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.OperationalError as e:
+            if _code(e) not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+                raise
+            db.close()
+            db = sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        return db
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -322,7 +355,7 @@ class SQLiteStore:
         with self._lock:
             name = f"sp{self._depth}"
             if self._depth == 0:
-                self.db.execute("BEGIN IMMEDIATE")
+                self._begin()
             else:
                 self.db.execute(f"SAVEPOINT {name}")
             self._depth += 1
@@ -330,9 +363,7 @@ class SQLiteStore:
                 yield
             except BaseException:
                 self._depth -= 1
-                self._graph_gen += 1
-                self._vectors.clear()  # it may hold vectors this rollback removes, under sequence numbers reused next
-                self._ann.clear()  # their exact deltas too
+                self._forget_uncommitted()
                 if self._depth == 0:
                     self._graph_dirty = False
                     self._trim_due = None
@@ -349,9 +380,35 @@ class SQLiteStore:
                         self._bump_graph()
                     if self._trim_due is not None:
                         self._trim_oplog(self._trim_due)
-                    self.db.execute("COMMIT")
+                    try:
+                        self.db.execute("COMMIT")
+                    except BaseException:
+                        # A failed COMMIT (a deferred constraint, a full disk) can leave the transaction open:
+                        # end it, or every later transaction() fails on this connection.
+                        self._forget_uncommitted()
+                        if self.db.in_transaction:
+                            self.db.execute("ROLLBACK")
+                        raise
                 else:
                     self.db.execute(f"RELEASE {name}")
+
+    def _begin(self) -> None:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if _code(e) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            raise StoreError(
+                f"database is locked: another process held the write lock on {self.path} longer than the "
+                f"{BUSY_TIMEOUT_MS / 1000:g} s busy timeout; try again", path=str(self.path),
+            ) from e
+
+    def _forget_uncommitted(self) -> None:
+        """After a rollback: caches may hold rows it removed (vectors under sequence numbers reused next, the
+        ANN files' exact deltas), and readers must see a new graph version."""
+        self._graph_gen += 1
+        self._vectors.clear()
+        self._ann.clear()
 
     def close(self) -> None:
         self.db.close()
