@@ -1,14 +1,18 @@
 """`mnemon`: parse flags → one `Memory` call → JSON on stdout.
 
-Errors a user can cause (`MnemonError`) are one line on stderr and exit status 1; anything else is a bug and
-keeps its traceback. The module imports only the standard library at load time: the CLI starts on every
-agent turn, so the engine (pydantic, numpy) is imported when a command runs, not for `--version`.
+One error boundary (`main`): errors a user can cause (`MnemonError`) and faults of the environment (a file
+system, text or database that refuses, see `errors.fault_message`) are one line on stderr and exit status 1;
+so is a bug, as `internal error: ...`. The traceback is printed only under `MNEMON_DEBUG=1`.
+
+The module imports only the standard library at load time: the CLI starts on every agent turn, so the
+engine (pydantic, numpy) is imported when a command runs, not for `--version`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -45,14 +49,22 @@ def emit(value: Any) -> None:
     sys.stdout.write(dump(value) + "\n")
 
 
-def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
-    from .config import Settings
+def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = False) -> Any:
+    """The `Memory` a command works on. A named store must exist, so a typo in `--store` is an error rather
+    than a new empty store; only a command that `creates` (adds insights) may make one, and `main` says so
+    once it did. The default store stays implicit."""
+    from . import stores
+    from .config import DEFAULT_STORE, Settings
     from .memory import Memory
 
     settings = Settings.resolve(
         data_dir=args.data_dir, store=args.store, readonly=args.readonly, embed_model=args.embed_model,
         database_url=getattr(args, "database_url", None), origin=origin,
     )
+    if settings.store != DEFAULT_STORE and not stores.exists(settings):
+        if not creates:
+            raise stores.missing(settings.store)
+        args.new_store = settings
     return Memory(settings=settings)
 
 
@@ -61,7 +73,7 @@ def memory(args: argparse.Namespace, origin: str = "cli") -> Any:
 
 @command("remember")
 def _remember(a: argparse.Namespace) -> None:
-    r = memory(a).remember(
+    r = memory(a, creates=True).remember(
         " ".join(a.content), category=a.cat, importance=a.imp, tags=a.tags, entities=a.entities,
         entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff, session=a.session,
     )
@@ -125,16 +137,25 @@ def _log(a: argparse.Namespace) -> None:
     sys.stdout.write(format_log(entries))
 
 
+# C0/C1 controls, line separators and lone surrogates: what a terminal would obey or a line would break on.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character as its escape (`\\x1b`, `\\n`): shown, never obeyed, one line."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def format_log(entries: Sequence[Any]) -> str:
     """Text table like Go's tabwriter (2-space padding), newest first."""
     if not entries:
         return "No operations recorded yet.\n"
     rows = [("TIME", "OP", "INSIGHT", "DETAIL"), ("----", "--", "-------", "------")]
     for e in entries:
-        detail = e.detail.replace("\n", " ")
+        detail = printable(e.detail.replace("\n", " "))
         if len(detail.encode()) > 60:
             detail = detail[:57] + "..."
-        rows.append((e.created_at, e.operation, (e.insight_id or "")[:8], detail))
+        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:8]), detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
     return "\n".join(line.rstrip() for line in lines) + "\n"
@@ -144,12 +165,12 @@ def format_log(entries: Sequence[Any]) -> str:
 def _store(a: argparse.Namespace) -> None:
     from . import stores
 
-    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url) + "\n")
+    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url, readonly=a.readonly) + "\n")
 
 
 @command("import")
 def _import(a: argparse.Namespace) -> None:
-    mem = memory(a)
+    mem = memory(a, creates=True)
     r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff)
     if isinstance(r, str):
         sys.stdout.write(r + "\n")
@@ -230,13 +251,16 @@ def _extract(a: argparse.Namespace) -> None:
         print(f"mnemon: warning: {run.report.chunks_failed} of {run.report.chunks} chunks failed; see "
               '"failures"', file=sys.stderr)
     if a.do_import:
-        mem = memory(a)
+        mem = memory(a, creates=True)
         imported = mem.import_draft(run.draft)
         summary["import"] = imported.model_dump(mode="json")
         if a.judge:
             judge = ex.LinkJudge(mem, **_llm_options(a), dry_run=a.dry_run)
             added = [item.id for item in imported.results if item.action == "added"]
-            summary["judge"] = [r.model_dump(mode="json") for r in judge.judge_many(added)]
+            judged = judge.judge_many(added)
+            summary["judge"] = [r.model_dump(mode="json") for r in judged]
+            if why := ex.nothing_judged(judged):  # the import stands: a warning, not a failure
+                print(f"mnemon: warning: {why}", file=sys.stderr)
     emit(summary)
 
 
@@ -253,9 +277,13 @@ def _judge(a: argparse.Namespace) -> None:
     if a.recent is not None:
         if a.recent < 1:
             raise ValidationError(f"--recent must be at least 1, got {a.recent}", field="recent")
-        emit(judge.judge_recent(a.recent))
+        results = judge.judge_recent(a.recent)
+        emit(results)
     else:
-        emit(judge.judge(a.id))
+        results = [judge.judge(a.id)]
+        emit(results[0])
+    if why := ex.nothing_judged(results):  # each result's error is on stdout; exit 1 when none got a decision
+        raise ex.LLMError(why)
 
 
 def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -299,7 +327,7 @@ class Parser(argparse.ArgumentParser):
     """Usage errors are one line and exit status 1, like every other error."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(1, f"Error: {message}\n")
+        self.exit(1, f"Error: {printable(message)}\n")  # "unrecognized arguments" quotes them raw
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -380,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=["list", "create", "set", "remove"])
     s.add_argument("name", nargs="?")
 
-    s = cmd("import", "Import a memory_draft.json (schema v1)")
+    s = cmd("import", "Import a memory_draft.json (schema v1; every field and limit: docs/import.md)")
     s.add_argument("file")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--no-diff", action="store_true")
@@ -419,15 +447,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
-    from .errors import MnemonError
-
     try:
         COMMANDS[args.command](args)
-    except MnemonError as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return 1
+        new = getattr(args, "new_store", None)
+        if new is not None:
+            from . import stores
+
+            if stores.exists(new):  # not after a dry run
+                print(f'mnemon: created store "{new.store}"', file=sys.stderr)
     except BrokenPipeError:
         return 0
+    except Exception as e:  # the one error boundary
+        from .errors import debug, fault_message
+
+        message = fault_message(e)
+        if message is None:
+            message = f"internal error (a bug; MNEMON_DEBUG=1 shows where): {type(e).__name__}: {e}"
+        if debug():
+            import traceback
+
+            traceback.print_exc()
+        print(f"Error: {printable(message)}", file=sys.stderr)
+        return 1
     return 0
 
 

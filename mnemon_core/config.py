@@ -1,12 +1,14 @@
 """Settings, resolved once when a `Memory` is built: explicit arguments > `MNEMON_*` variables > defaults.
 
 `UNSET` marks "not given" (distinct from an explicit None or ""), so layered defaults resolve correctly.
-Store names follow `^[a-zA-Z0-9][a-zA-Z0-9_-]*$` wherever they come from (flag, env, `active` file), so
-a name can never escape the data directory.
+Store names follow `[a-zA-Z0-9][a-zA-Z0-9_-]*` (the whole name: no trailing newline) and are at most
+`MAX_STORE_NAME` characters wherever they come from (flag, env, `active` file), so a name can never escape
+the data directory and always makes a valid directory name.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import ValidationError
+from .timeutil import iso, parse
 
 
 class _Unset:
@@ -26,19 +29,30 @@ class _Unset:
 
 UNSET: Final[Any] = _Unset()
 
-STORE_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$")
+STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")  # always fullmatch: `$` would accept "name\n"
+MAX_STORE_NAME = 255  # a directory name's limit on common file systems (NAME_MAX)
 DEFAULT_STORE = "default"
 DEFAULT_MAX_INSIGHTS = 1000
 DEFAULT_PRUNE_MIN_AGE_S = 24 * 3600.0
+# The oplog is the audit trail: kept by age, so no single command (a big import) can push out its history.
+DEFAULT_OPLOG_MAX_AGE_S = 90 * 86400.0
+# A safety net, not the rule: every read logs a row and reads are not bounded by MNEMON_MAX_INSIGHTS, so an
+# agent stuck in a recall loop could otherwise fill a disk within the 90 days. 10M rows are 1-3 GB on SQLite
+# (115 B a recall row, 275 B a 160-byte remember row, measured), 100x what a busy agent logs in 90 days; an
+# import reaches it only past 5M insights (one import row each, one prune row each beyond the ceiling).
+DEFAULT_OPLOG_MAX_ROWS = 10_000_000
 EMBEDDERS = ("local", "ollama", "openai", "none")
 DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
+DEFAULT_EMBED_TIMEOUT_S = 30.0  # per request to a remote embedder (spec §3.2); MNEMON_EMBED_TIMEOUT
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 
 
 def validate_store_name(name: str, *, hint: bool = False) -> str:
-    if not STORE_NAME_RE.match(name or ""):
+    if not STORE_NAME_RE.fullmatch(name or ""):
         suffix = ": must match [a-zA-Z0-9][a-zA-Z0-9_-]*" if hint else ""
         raise ValidationError(f'invalid store name "{name}"{suffix}', field="store")
+    if len(name) > MAX_STORE_NAME:
+        raise ValidationError(f"store name too long ({len(name)} characters, max {MAX_STORE_NAME})", field="store")
     return name
 
 
@@ -49,8 +63,9 @@ def default_data_dir() -> Path:
     return Path(home) / ".mnemon"
 
 
-def parse_duration(text: str) -> float:
-    """Go-style durations (`24h`, `90m`, `1h30m`, `45s`), `7d` for whole days, or `0`. Returns seconds."""
+def parse_duration(text: str, name: str) -> float:
+    """Go-style durations (`24h`, `90m`, `1h30m`, `45s`), `7d` for whole days, or `0`. Returns seconds;
+    `name` is the variable the text came from, for the error."""
     s = text.strip()
     if s in ("0", ""):
         return 0.0
@@ -60,11 +75,51 @@ def parse_duration(text: str) -> float:
     units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
     parts = re.findall(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)", s)
     if not parts or "".join(a + b for a, b in parts) != s:
-        raise ValidationError(
-            f'invalid MNEMON_AUTO_PRUNE_MIN_AGE "{text}"; use a duration like 24h, 90m, 7d or 0',
-            field="MNEMON_AUTO_PRUNE_MIN_AGE",
-        )
+        raise ValidationError(f'invalid {name} "{text}"; use a duration like 24h, 90m, 7d or 0', field=name)
     return sum(float(n) * units[u] for n, u in parts)
+
+
+def _seconds(text: str, name: str) -> float:
+    """A positive, finite number of seconds from a variable."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ValidationError(f'{name} must be a positive number of seconds, got "{text}"', field=name)
+    return value
+
+
+def _env_int(name: str, default: int) -> int:
+    v = _env(name)
+    if v is None:
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise ValidationError(f"{name} must be an integer, got {v}", field=name) from None
+
+
+@dataclass(frozen=True)
+class OplogRetention:
+    """What the oplog keeps: rows younger than `max_age_s`, and of those at most the newest `max_rows`;
+    0 turns either limit off. Both stores apply this one rule, once per write transaction, at its commit."""
+
+    max_age_s: float = DEFAULT_OPLOG_MAX_AGE_S
+    max_rows: int = DEFAULT_OPLOG_MAX_ROWS
+
+    def cutoff(self, now: str) -> str | None:
+        """Rows created before this time go (None: no age limit); `now` is RFC 3339, as the rows' times."""
+        return iso(parse(now).timestamp() - self.max_age_s) if self.max_age_s > 0 else None
+
+    @classmethod
+    def from_env(cls) -> OplogRetention:
+        age = _env("MNEMON_OPLOG_MAX_AGE")
+        rows = _env_int("MNEMON_OPLOG_MAX_ROWS", DEFAULT_OPLOG_MAX_ROWS)
+        if rows < 0:
+            raise ValidationError(f"MNEMON_OPLOG_MAX_ROWS must be 0 or more, got {rows}", field="MNEMON_OPLOG_MAX_ROWS")
+        max_age = parse_duration(age, "MNEMON_OPLOG_MAX_AGE") if age is not None else DEFAULT_OPLOG_MAX_AGE_S
+        return cls(max_age_s=max_age, max_rows=rows)
 
 
 def _env(name: str) -> str | None:
@@ -83,9 +138,11 @@ class Settings:
     embed_api_key: str | None = field(default=None, repr=False)
     embed_dimensions: int | None = None
     embed_protocol: str | None = None
+    embed_timeout_s: float = DEFAULT_EMBED_TIMEOUT_S
     max_insights: int = DEFAULT_MAX_INSIGHTS
     prune_min_age_s: float = DEFAULT_PRUNE_MIN_AGE_S
     database_url: str | None = None
+    oplog_retention: OplogRetention = field(default_factory=OplogRetention)
     origin: str = "cli"  # who writes: "cli", "mcp", "agent" (library); marks oplog rows and link metadata
     session: str | None = None  # the remember session (MNEMON_SESSION): consecutive remembers are linked
 
@@ -105,7 +162,10 @@ class Settings:
         origin: str = "agent",
     ) -> Settings:
         dd = Path(data_dir) if data_dir else Path(_env("MNEMON_DATA_DIR") or default_data_dir())
-        dd = dd.expanduser()
+        try:
+            dd = dd.expanduser()
+        except RuntimeError:  # "~user/..." of a user that does not exist
+            raise ValidationError(f'invalid data directory "{dd}": no such user', field="data_dir") from None
         name = resolve_store_name(dd, store)
         emb = (embedder or _env("MNEMON_EMBEDDER") or "local").strip().lower()
         if emb not in EMBEDDERS:
@@ -119,17 +179,8 @@ class Settings:
                     f"MNEMON_EMBED_DIMENSIONS must be a positive integer, got {dims}",
                     field="MNEMON_EMBED_DIMENSIONS",
                 )
-        max_ins = _env("MNEMON_MAX_INSIGHTS")
-        if max_ins is not None:
-            try:
-                max_val = int(max_ins)
-            except ValueError:
-                raise ValidationError(
-                    f"MNEMON_MAX_INSIGHTS must be an integer, got {max_ins}", field="MNEMON_MAX_INSIGHTS"
-                ) from None
-        else:
-            max_val = DEFAULT_MAX_INSIGHTS
         age = _env("MNEMON_AUTO_PRUNE_MIN_AGE")
+        timeout = _env("MNEMON_EMBED_TIMEOUT")
         return cls(
             data_dir=dd,
             store=name,
@@ -140,9 +191,13 @@ class Settings:
             embed_api_key=_env("MNEMON_EMBED_API_KEY"),
             embed_dimensions=int(dims) if dims else None,
             embed_protocol=_env("MNEMON_EMBED_PROTOCOL"),
-            max_insights=max_val,
-            prune_min_age_s=parse_duration(age) if age is not None else DEFAULT_PRUNE_MIN_AGE_S,
+            embed_timeout_s=_seconds(timeout, "MNEMON_EMBED_TIMEOUT") if timeout else DEFAULT_EMBED_TIMEOUT_S,
+            max_insights=_env_int("MNEMON_MAX_INSIGHTS", DEFAULT_MAX_INSIGHTS),
+            prune_min_age_s=(
+                parse_duration(age, "MNEMON_AUTO_PRUNE_MIN_AGE") if age is not None else DEFAULT_PRUNE_MIN_AGE_S
+            ),
             database_url=database_url or _env("MNEMON_DATABASE_URL"),
+            oplog_retention=OplogRetention.from_env(),
             origin=origin,
             session=_env("MNEMON_SESSION"),
         )
@@ -159,6 +214,6 @@ def resolve_store_name(data_dir: Path, store: str | None = UNSET) -> str:
         active = (data_dir / "active").read_text(encoding="utf-8").strip()
     except OSError:
         active = ""
-    if active and STORE_NAME_RE.match(active):
+    if active and STORE_NAME_RE.fullmatch(active):
         return active
     return DEFAULT_STORE

@@ -41,6 +41,7 @@ from .write.validate import (
     validate_session,
     validate_source,
     validate_tags,
+    validate_text,
 )
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class DraftInsight(BaseModel):
             raise ValueError(f"invalid RFC 3339 timestamp {json.dumps(v, ensure_ascii=False)}")
         try:
             return normalise(v)
-        except ValueError:  # well-formed but impossible, e.g. month 13
+        except (ValueError, OverflowError):  # well-formed but impossible: month 13, or past year 9999 in UTC
             raise ValueError(f"invalid RFC 3339 timestamp {json.dumps(v, ensure_ascii=False)}") from None
 
 
@@ -234,7 +235,7 @@ class DraftEdge(BaseModel):
             return None
         if not isinstance(v, str):
             raise ValueError("reason must be a string")  # noqa: TRY004
-        return v
+        return validate_text(v, "reason")
 
 
 class ImportDraft(BaseModel):
@@ -343,6 +344,8 @@ def load_draft(draft: ImportDraft | dict[str, Any] | str | Path) -> ImportDraft:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValidationError(f"invalid draft JSON: {e}", field="draft") from None
+        except RecursionError:
+            raise ValidationError("invalid draft JSON: nested too deeply", field="draft") from None
     if not isinstance(data, dict):
         raise ValidationError("invalid draft: must be a JSON object", field="draft")
     try:
@@ -387,7 +390,7 @@ class ImportResult(BaseModel):
     updated: int = Field(default=0, description="always 0: import never replaces (only exact repeats skip)")
     skipped: int
     errors: int
-    edges_inserted: int
+    edges_inserted: int = Field(description="explicit draft edges that became new rows (a repeat counts once)")
     auto_pruned: int
     auto_pruned_ids: list[str]
     results: list[ImportItem]
@@ -512,13 +515,13 @@ class _Importer:
         """Write draft insight i (or find its exact duplicate); returns its result row and, when written,
         its source."""
         store, mem, di = self.store, self.mem, self.draft.insights[i]
-        new_id = str(uuid.uuid4())
         if not self.no_diff:
             # Under the write lock, so it also sees earlier items of this draft and other writers.
             existing = store.find_by_content(di.content)
             if existing is not None:
-                store.log("import-skip", new_id, f"duplicate of {existing}", now)
+                store.log("import-skip", existing, f"duplicate of {existing}", now)
                 return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
+        new_id = str(uuid.uuid4())
         source = self.draft.source_of(i)
         ents = resolve(view, di.content, di.entities, EntityMode.merge)
         created = di.created_at or now
@@ -547,15 +550,21 @@ class _Importer:
                 chained[id_] = ins.source
             conversation = self._conversation(now)
             touched = repair_backbone(store, chained, now) | conversation
-            edges_inserted = 0
+            # Keyed by the edge's primary key: a repeated draft edge is one row (the last one's weight and
+            # reason win), and an edge the store already has is replaced, not inserted.
+            explicit: dict[tuple[str, str, str], Edge] = {}
             for e in self.draft.edges:
                 src, dst = self.ids[e.source_index], self.ids[e.target_index]
                 if src is None or dst is None or src == dst:  # a failed item, or two repeats of one text
                     continue
                 meta = {"reason": e.reason} if e.reason else {}
-                store.upsert_edge(Edge(source_id=src, target_id=dst, edge_type=e.edge_type, weight=e.weight,
-                                       metadata=meta, created_at=now))
-                edges_inserted += 1
+                explicit[(src, dst, e.edge_type.value)] = Edge(
+                    source_id=src, target_id=dst, edge_type=e.edge_type, weight=e.weight, metadata=meta,
+                    created_at=now,
+                )
+            edges_inserted = len(explicit.keys() - store.existing_edges(explicit))
+            for (src, dst, _), edge in explicit.items():
+                store.upsert_edge(edge)
                 touched.update((src, dst))
             touched.update(self.added)
             lifecycle.refresh_ei(store, sorted(touched), ts)

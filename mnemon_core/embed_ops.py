@@ -14,8 +14,9 @@ from pydantic import BaseModel, Field
 
 from .config import DEFAULT_OLLAMA_MODEL
 from .draft import progress_bar
-from .embed import Embedder, resolve_protocol
+from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
 from .errors import EmbedderError, NotFoundError
+from .redact import redact
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -25,6 +26,12 @@ __all__ = ["EmbedBackfillResult", "EmbedCompleteResult", "EmbedOneResult", "Embe
 
 # Texts per embedder call and per committed transaction: a killed backfill keeps every finished batch.
 EMBED_BATCH = 256
+# A failed batch is retried text by text to find the texts the provider refuses; that search is bounded.
+# The backfill gives up on an endpoint after this many timeouts in a row (each costs MNEMON_EMBED_TIMEOUT) …
+MAX_CONSECUTIVE_TIMEOUTS = 2
+# … and on one that has embedded nothing after the failed batch and this many texts alone (a wrong key, a
+# wrong model, a server that fails everything).
+MAX_FAILURES_BEFORE_SUCCESS = 3
 
 
 class EmbedStatus(BaseModel):
@@ -104,7 +111,7 @@ def _require(mem: Memory) -> Embedder:
                             "ollama or openai to embed")
     if not emb.available():
         protocol = _protocol(mem, emb)
-        endpoint = mem.settings.embed_endpoint
+        endpoint = redact(mem.settings.embed_endpoint)
         if protocol == "ollama":
             model = mem.settings.embed_model or DEFAULT_OLLAMA_MODEL
             raise EmbedderError(
@@ -134,8 +141,9 @@ def embed_one(mem: Memory, id: str) -> EmbedOneResult:
 def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
     """Embed every active insight without a vector of the current model, importance first, newest first.
     Unlike the original (at most 100 per run) this goes through all of them, in batches of EMBED_BATCH, each
-    committed on its own. A text the provider refuses counts as failed; if a whole batch fails text by text,
-    the provider is taken to be down and the rest count as failed too."""
+    committed on its own. A text the provider refuses counts as failed. The backfill gives up on the provider
+    when it keeps timing out, has embedded nothing after a few tries, or fails a whole batch text by text; the
+    rest count as failed. Raises EmbedderError (and writes nothing) when no text at all was embedded."""
     mem._writable("embed --all")
     emb = _require(mem)
     store = mem.store
@@ -147,33 +155,64 @@ def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
         return EmbedCompleteResult()
     succeeded = 0
     failed: set[str] = set()
-    down = False
+    calls = timeouts = 0  # embedder calls made; of the latest ones, how many timed out in a row
+    last_error = ""
+
+    def attempt(texts: list[str]) -> np.ndarray | None:
+        nonlocal calls, timeouts, last_error
+        calls += 1
+        try:
+            vecs = emb.embed_batch(texts)
+        except EmbedderError as e:
+            timeouts = timeouts + 1 if isinstance(e, EmbedderTimeoutError) else 0
+            last_error = str(e)
+            return None
+        timeouts = 0
+        return vecs
+
+    def hopeless(embedded: int) -> str | None:
+        """Why to give up on the provider now, or None to go on."""
+        if timeouts >= MAX_CONSECUTIVE_TIMEOUTS:
+            return f"gave up after {timeouts} timeouts in a row ({last_error})"
+        if not embedded and len(failed) >= MAX_FAILURES_BEFORE_SUCCESS:
+            return f"gave up after {calls} failed requests ({last_error})"
+        return None
+
+    gave_up: str | None = None
     with progress_bar(missing, "embedding") as advance:
-        while True:
+        while not gave_up:
             rows = [r for r in store.unembedded(model, EMBED_BATCH + len(failed)) if r.id not in failed]
             rows = rows[:EMBED_BATCH]
             if not rows:
                 break
-            done: list[tuple[str, np.ndarray]] = []
-            try:
-                vecs = emb.embed_batch([r.content for r in rows])
-                done = [(r.id, v) for r, v in zip(rows, vecs)]
-            except EmbedderError:
+            vecs = attempt([r.content for r in rows])
+            done: list[tuple[str, np.ndarray]] = [] if vecs is None else [(r.id, v) for r, v in zip(rows, vecs)]
+            if vecs is None and len(rows) == 1:
+                failed.add(rows[0].id)
+            elif vecs is None:
                 for r in rows:  # which texts fail?
-                    try:
-                        done.append((r.id, emb.embed(r.content)))
-                    except EmbedderError:
+                    gave_up = hopeless(succeeded + len(done))
+                    if gave_up:
+                        break
+                    one = attempt([r.content])
+                    if one is None:
                         failed.add(r.id)
+                    else:
+                        done.append((r.id, one[0]))
             if done:
                 with store.transaction():
                     for id_, vec in done:
                         store.set_vector(id_, vec, model)
                 succeeded += len(done)
             advance(len(rows))
-            if not done:
-                down = True
-                break
-    n_failed = max(missing - succeeded, len(failed)) if down else len(failed)
+            gave_up = gave_up or hopeless(succeeded)
+            if not done and len(rows) > 1 and not gave_up:
+                gave_up = f"stopped: all {len(rows)} texts of a batch failed ({last_error})"
+    n_failed = max(missing - succeeded, len(failed)) if gave_up else len(failed)
+    if not succeeded:
+        raise EmbedderError(f"embed --all: nothing embedded ({n_failed} failed): {gave_up or last_error}")
+    if gave_up:
+        mem._warn(f"embed --all {gave_up}; {n_failed} insights not embedded, run it again later")
     now, _ = mem._now()
     with store.transaction():
         store.log("embed:backfill", None, f"succeeded={succeeded} failed={n_failed} model={model}", now)

@@ -5,6 +5,11 @@ exact string, first occurrence kept, and any hit that is an acronym stopword is 
 admits a plain word only when it equals an entity the store already knows, so it never admits a first
 mention.
 
+Two departures from the original, which made its top entities `2.0.30` and `VS` (issue 13): the file-path
+path no longer yields version numbers and plain numbers (`2.0.30`, `v1.2`, `3.14`, which have the shape of
+`name.ext`), and the ALL-CAPS path skips a word that starts a longer capitalized name (`VS` of "VS Code",
+`SQL` of "SQL Server"): it is a fragment of that name, not an acronym of its own.
+
 Word classes are ASCII, as in Go's regexp (`\\b`, `\\w`, `\\s` are ASCII there): "HttpServer性能" still yields
 `HttpServer`, and "config.yaml里" is not a path.
 
@@ -50,12 +55,14 @@ ACRONYM_STOPWORDS: frozenset[str] = frozenset(
 
 # 1. CamelCase, >= 2 humps of capital + lower-case run: HttpServer yes; Athena (1 hump), FastAPI (API is no hump) no.
 CAMEL_CASE_RE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b", re.ASCII)
-# 2. ALL-CAPS words of 2-6 letters on word boundaries.
-ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,6}\b", re.ASCII)
+# 2. ALL-CAPS words of 2-6 letters on word boundaries, unless a capitalized word follows ("VS Code").
+ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,6}\b(?! [A-Z][a-z])", re.ASCII)
 # 3. File-path-like: at start or after whitespace/quote/"(", a run of [.\w/-] ending in "." + 1-10 word
 #    chars, followed by whitespace, quote, ")", ",", "." or end. Lookarounds (not consumed delimiters) so
 #    two paths separated by one space are both found. Backtick counts as a quote (Markdown code spans).
 FILE_PATH_RE = re.compile(r"""(?<![^\s"'`(])[.\w/-]+\.\w{1,10}(?=[\s"'`),.]|$)""", re.ASCII)
+#    A path hit that is a number or a version (2.0.30, v1.2, 1.2.0-rc.1, 3.14) names nothing.
+VERSION_RE = re.compile(r"[vV]?\d+(?:\.\d+)+(?:-[.\w-]*)?", re.ASCII)
 # 4. URLs, kept whole up to whitespace, quote, "<", ">" or ")".
 URL_RE = re.compile(r"""https?://[^\s"'`<>)]+""")
 # 5. @mentions: >= 2 word chars starting with a letter or underscore; the entity is the name without "@".
@@ -76,7 +83,8 @@ def _regex_hits(text: str) -> Iterable[str]:
         yield m.group()
     if "." in text:
         for m in FILE_PATH_RE.finditer(text):
-            yield m.group()
+            if not VERSION_RE.fullmatch(m.group()):
+                yield m.group()
     if "://" in text:
         for m in URL_RE.finditer(text):
             yield m.group()

@@ -7,10 +7,14 @@
     ├── EmbedderError                       an embedding provider failed or is missing
     └── StoreError                          the database could not be opened or used
 
-Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`.
+Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`; the CLI and the MCP server also
+show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 
 class MnemonError(Exception):
@@ -54,3 +58,35 @@ class MissingExtraError(MnemonError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'mnemon[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+def debug() -> bool:
+    """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
+    return os.environ.get("MNEMON_DEBUG", "") not in ("", "0")
+
+
+def fault_message(e: BaseException) -> str | None:
+    """One line for an error a user can act on: a `MnemonError`, or a fault of the environment rather than of
+    mnemon (a file or directory that cannot be used, text that is not UTF-8, a database that refuses or is
+    not one, a number or a nesting out of range). None for anything else: a bug, which keeps its traceback."""
+    if isinstance(e, MnemonError):
+        return str(e)
+    if isinstance(e, OSError):
+        if e.strerror and e.filename is not None:
+            return f"{e.filename}: {e.strerror}"
+        return e.strerror or str(e) or type(e).__name__
+    if isinstance(e, UnicodeError):
+        return f"text is not valid UTF-8: {e}"
+    if isinstance(e, RecursionError):
+        return "input nested too deeply"
+    if isinstance(e, OverflowError):
+        return f"number out of range: {e}"
+    # Modules looked up, not imported: psycopg is an extra, and neither is loaded unless a store was opened.
+    sqlite3, psycopg = sys.modules.get("sqlite3"), sys.modules.get("psycopg")
+    # sqlite3.DatabaseError itself (not its subclasses such as IntegrityError): "file is not a database".
+    if sqlite3 is not None and (isinstance(e, sqlite3.OperationalError) or type(e) is sqlite3.DatabaseError):
+        return f"database error: {e}"
+    if psycopg is not None and isinstance(e, psycopg.OperationalError):
+        lines = str(e).strip().splitlines()  # the first line; the rest is libpq's context
+        return f"database error: {lines[0] if lines else type(e).__name__}"
+    return None

@@ -33,7 +33,7 @@ import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from . import __version__
-from .errors import MissingExtraError, MnemonError, ReadOnlyError
+from .errors import MissingExtraError, MnemonError, ReadOnlyError, debug, fault_message
 from .memory import (
     LINK_WEIGHT,
     RECALL_LIMIT,
@@ -51,7 +51,6 @@ from .write.constants import (
     MAX_TAG_BYTES,
     MAX_TAGS,
 )
-from .write.validate import validate_category
 
 # The MCP face's own limits (reference §8.3).
 CONTENT_CHARS = 600
@@ -350,8 +349,6 @@ async def _remember(m: AsyncMemory, a: RememberArgs) -> Any:
 
 
 async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
-    if a.category is not None:  # the engine takes any filter; a name outside the enum is a caller's mistake
-        validate_category(a.category)
     r = await m.recall(a.query, limit=a.limit, intent=a.intent, category=a.category, source=a.source, basic=a.basic)
     return project(r, a.full)
 
@@ -387,8 +384,8 @@ ACCESS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": Fal
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("remember", "Store one durable insight and build its temporal, entity, causal and semantic edges. "
-             "An exact duplicate of an active insight is skipped. Returns the new id, the edges created and "
-             "candidates worth linking.", RememberArgs, _remember, write=True,
+             "An exact duplicate of an active insight is skipped (its id is returned). Returns the new id, the "
+             "edges created and candidates worth linking.", RememberArgs, _remember, write=True,
              hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                     "openWorldHint": False}),
     ToolSpec("recall", "Intent-aware graph recall (WHY / WHEN / ENTITY / GENERAL): keyword, entity, similarity "
@@ -437,11 +434,11 @@ class Face:
             return True, describe(e, spec.args)
         try:
             return False, to_text(plain(await spec.run(self.async_memory, args)))
-        except MnemonError as e:
-            return True, str(e)
-        except Exception as e:  # noqa: BLE001 - a bug: keep serving, keep the traceback on stderr
-            traceback.print_exc(file=sys.stderr)
-            return True, f"internal error in {name}: {type(e).__name__}: {e}"
+        except Exception as e:  # noqa: BLE001 - the face's one error boundary: an error result, keep serving
+            message = fault_message(e)  # a MnemonError or a fault of the environment (errors.fault_message)
+            if debug() or message is None:  # a bug keeps its traceback in the server's log (stderr)
+                traceback.print_exc(file=sys.stderr)
+            return True, message if message is not None else f"internal error in {name}: {type(e).__name__}: {e}"
 
 
 # ---------------------------------------------------------------- the SDK

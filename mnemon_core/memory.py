@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import sys
 import time
 import uuid
@@ -20,7 +21,7 @@ import numpy as np
 from . import lifecycle
 from .config import UNSET, Settings
 from .embed import Embedder, get_embedder
-from .errors import EmbedderError, NotFoundError, ReadOnlyError, ValidationError
+from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .models import (
     REVERSE_KEY,
     REVERSE_VALUE,
@@ -37,6 +38,8 @@ from .models import (
     Insight,
     LinkResult,
     OplogEntry,
+    OplogRetentionInfo,
+    OplogStatus,
     RelatedHit,
     RememberResult,
     SearchHit,
@@ -49,7 +52,7 @@ from .timeutil import days_since, iso
 from .write import candidates, diff
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
-from .write.validate import validate_remember, validate_session
+from .write.validate import validate_category, validate_remember, validate_session, validate_text
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 SEARCH_LIMIT = 10
@@ -233,7 +236,7 @@ class Memory:
         if not no_diff:
             existing = store.find_by_content(inp.content)
             if existing is not None:
-                return self._skip(new_id, inp.content, existing, now)
+                return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
         by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
@@ -245,7 +248,7 @@ class Memory:
                 # Checked again under the write lock: two agents remembering the same text at once.
                 existing = store.find_by_content(inp.content)
                 if existing is not None:
-                    return self._skip(new_id, inp.content, existing, now)
+                    return self._skip(inp.content, existing, now)
             ents = resolve(store, inp.content, inp.entities, inp.entity_mode)
             ins = Insight(
                 id=new_id, content=inp.content, category=inp.category, importance=inp.importance, tags=inp.tags,
@@ -270,9 +273,11 @@ class Memory:
             effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
         )
 
-    def _skip(self, new_id: str, content: str, existing: str, now: str) -> RememberResult:
-        self._log("diff-skip", new_id, f"exact duplicate of {existing}", now)
-        return RememberResult(id=new_id, content=content, action="skipped", diff_suggestion="DUPLICATE",
+    def _skip(self, content: str, existing: str, now: str) -> RememberResult:
+        """An exact repeat writes nothing; it answers with the insight that holds the text (`id`, and
+        `replaced_id` as the spec has it), so `show <id>` finds it."""
+        self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
+        return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
                               replaced_id=existing)
 
     # ------------------------------------------------------------------ recall
@@ -304,19 +309,26 @@ class Memory:
         from .recall.intent import detect_intent, parse_intent
         from .recall.pipeline import scope_of, smart_recall, vector_input
 
+        validate_text(query, "query")
+        if intent is not None:
+            validate_text(intent, "intent")
         check_limit(limit)
         config = recipe_named(recipe)
         if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
             raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
         if brief and verbose:
             raise ValidationError("--brief and --verbose cannot be used together", field="brief")
+        if category:  # one check for every face: an unknown category is a mistake, not an empty scope
+            category = validate_category(category).value
+        if source is not None:
+            validate_text(source, "source")
         scope = scope_of(category, source)
         store = self.store
         if basic:
             rows = store.like_search(query, scope, limit)
             self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
             return output.brief_basic(rows, excerpt_chars) if brief else rows
-        if intent is not None and str(intent).strip():
+        if intent is not None and intent.strip():
             chosen, intent_source = parse_intent(str(intent)), "override"
         else:
             chosen, intent_source = detect_intent(query), "auto"
@@ -357,7 +369,7 @@ class Memory:
         if status:
             return embed_ops.status(self)
         if id:
-            return embed_ops.embed_one(self, id)
+            return embed_ops.embed_one(self, validate_text(id, "id"))
         if all:
             return embed_ops.backfill(self)
         raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
@@ -375,11 +387,16 @@ class Memory:
         created_by: str | None = None,
     ) -> LinkResult:
         self._writable("link")
+        validate_text(source_id, "source_id")
+        validate_text(target_id, "target_id")
         try:
             etype = EdgeType(str(type).strip().lower())
         except ValueError:
             raise ValidationError(f'invalid edge type "{type}"; valid: {EDGE_TYPES}', field="type") from None
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ValidationError(f"weight must be a number, got {weight.__class__.__name__} {weight!r:.50}",
+                                  field="weight")
+        if not 0.0 <= weight <= 1.0:
             raise ValidationError(f"weight must be between 0.0 and 1.0, got {weight:.2f}", field="weight")
         meta = parse_metadata(metadata)
         if source_id == target_id:
@@ -388,7 +405,8 @@ class Memory:
         for label, id_ in (("source", source_id), ("target", target_id)):
             if store.get_insight(id_) is None:
                 raise NotFoundError(f"{label} insight {id_} not found", id=id_)
-        meta["created_by"] = created_by or CREATED_BY.get(self.settings.origin, "agent")
+        meta["created_by"] = validate_text(created_by, "created_by") if created_by else CREATED_BY.get(
+            self.settings.origin, "agent")
         now, _ = self._now()
 
         edges = [Edge(source_id=source_id, target_id=target_id, edge_type=etype, weight=float(weight),
@@ -407,6 +425,7 @@ class Memory:
 
     def forget(self, id: str) -> ForgetResult:
         self._writable("forget")
+        validate_text(id, "id")
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
@@ -417,15 +436,13 @@ class Memory:
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
+        validate_text(id, "id")
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         if not self.settings.readonly:
-            now, _ = self._now()
-            with store.transaction():
-                store.touch([id], now)
-                self._log("show", id, "full insight", now)
+            self._accessed([id], "show", "full insight", insight_id=id)
             ins = store.get_insight(id) or ins
         return ins
 
@@ -433,6 +450,7 @@ class Memory:
 
     def search(self, query: str, *, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
         """Keyword search: share of the query's tokens each insight holds, ties by importance."""
+        validate_text(query, "query")
         check_limit(limit)
         store = self.store
         q = token_set(query)
@@ -448,22 +466,28 @@ class Memory:
         self._accessed([h.id for h in out], "search", f"q={query} hits={len(out)}")
         return out
 
-    def _accessed(self, ids: list[str], op: str, detail: str) -> None:
-        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly)."""
+    def _accessed(self, ids: list[str], op: str, detail: str, insight_id: str | None = None) -> None:
+        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly).
+        Best effort: a read must answer, so when the write lock stays taken past the busy timeout the read
+        goes without its bump (one warning), and a caller who may not write at all passes --readonly."""
         if self.settings.readonly:
             return
         now, _ = self._now()
-        with self.store.transaction():
-            self.store.touch(ids, now)
-            self._log(op, None, detail, now)
+        try:
+            with self.store.transaction():
+                self.store.touch(ids, now)
+                self._log(op, insight_id, detail, now)
+        except StoreError as e:
+            self._warn(f"access not recorded: {e}")
 
     def related(self, id: str, *, edge_type: str | None = None, depth: int = RELATED_DEPTH) -> list[RelatedHit]:
         """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
+        validate_text(id, "id")
         check_limit(depth, "--depth")
         etype = None
         if edge_type:
             try:
-                etype = EdgeType(edge_type.strip().lower())
+                etype = EdgeType(validate_text(edge_type, "edge_type").strip().lower())
             except ValueError:
                 raise ValidationError(f'invalid edge type "{edge_type}"; valid: {EDGE_TYPES}',
                                       field="edge_type") from None
@@ -498,9 +522,12 @@ class Memory:
 
     def status(self) -> StatusResult:
         store = self.store
+        rows, keep = store.count_log(), self.settings.oplog_retention
+        retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
+        oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog_count=store.count_log(),
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
         )
@@ -512,7 +539,9 @@ class Memory:
     def gc(self, *, threshold: float = lifecycle.GC_THRESHOLD, limit: int = lifecycle.GC_LIMIT) -> GcResult:
         """Suggest what to forget: non-immune insights with EI below the threshold, lowest first. Recomputes
         and stores EI for every active insight."""
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+            raise ValidationError(f"--threshold must be a finite number, got {threshold}", field="threshold")
+        if threshold < 0:
             raise ValidationError(f"--threshold must be non-negative, got {threshold}", field="threshold")
         check_limit(limit)
         store = self.store
@@ -541,6 +570,7 @@ class Memory:
     def gc_keep(self, id: str) -> GcKeepResult:
         """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""
         self._writable("gc --keep")
+        validate_text(id, "id")
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
@@ -559,7 +589,7 @@ class Memory:
 
     def get(self, id: str) -> Insight:
         """The active insight `id`, read without counting an access (unlike `show`)."""
-        ins = self.store.get_insight(id)
+        ins = self.store.get_insight(validate_text(id, "id"))
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         return ins
@@ -591,7 +621,7 @@ def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
             raise ValidationError(f"invalid metadata JSON: {e}", field="metadata") from None
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ValidationError("invalid metadata JSON: must be an object of string values", field="metadata")
-    return {str(k): v for k, v in metadata.items()}
+    return {validate_text(str(k), "metadata"): validate_text(v, "metadata") for k, v in metadata.items()}
 
 
 class AsyncMemory:

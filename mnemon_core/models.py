@@ -205,12 +205,24 @@ class EntityCount(BaseModel):
     count: int
 
 
+class OplogRetentionInfo(BaseModel):
+    max_age_days: float = Field(description="rows older than this are trimmed (0: kept for ever)")
+    max_rows: int = Field(description="at most this many of the newest rows are kept (0: no ceiling)")
+
+
+class OplogStatus(BaseModel):
+    rows: int
+    oldest: str | None = Field(description="time of the oldest row kept; null when the oplog is empty")
+    retention: OplogRetentionInfo
+
+
 class StatusResult(BaseModel):
     by_category: dict[str, int]
     db_path: str
     db_size_bytes: int
     deleted_insights: int
     edge_count: int
+    oplog: OplogStatus
     oplog_count: int
     top_entities: list[EntityCount]
     total_insights: int

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from .config import UNSET, Settings, resolve_store_name, validate_store_name
-from .errors import NotFoundError, ValidationError
+from .errors import NotFoundError, ReadOnlyError, ValidationError
 
 
 def list_stores(data_dir: Path) -> list[str]:
@@ -16,7 +16,7 @@ def list_stores(data_dir: Path) -> list[str]:
         return []
     from .config import STORE_NAME_RE
 
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.match(p.name))
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.fullmatch(p.name))
 
 
 class _Catalog:
@@ -55,9 +55,20 @@ class _Catalog:
             shutil.rmtree(self.data_dir / "data" / name)
 
 
+def exists(settings: Settings) -> bool:
+    """Whether the store `settings` name exists (its directory, or its schema with a database URL)."""
+    return _Catalog(settings.data_dir, settings.database_url).exists(settings.store)
+
+
+def missing(name: str) -> NotFoundError:
+    return NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)", id=name)
+
+
 def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None,
-        database_url: str | None = None) -> str:
-    """One `mnemon store` action; returns the text to print."""
+        database_url: str | None = None, *, readonly: bool = False) -> str:
+    """One `mnemon store` action; returns the text to print. Only `list` runs with `readonly`."""
+    if readonly and action != "list":
+        raise ReadOnlyError(f"store {action}")
     settings = Settings.resolve(data_dir=data_dir or UNSET, store="default", database_url=database_url)
     dd = settings.data_dir
     stores = _Catalog(dd, settings.database_url)
@@ -76,7 +87,7 @@ def run(data_dir: str | None, store_flag: str | None, action: str, name: str | N
         stores.create(name)
         return f'Created store "{name}"'
     if not stores.exists(name):
-        raise NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)", id=name)
+        raise missing(name)
     if action == "set":
         dd.mkdir(parents=True, exist_ok=True)
         (dd / "active").write_text(name + "\n", encoding="utf-8")

@@ -19,7 +19,10 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from mnemon_core import config
 from mnemon_core.config import Settings
 from mnemon_core.embed import IDENTITY, BaseEmbedder, Calibration, Embedder, get_embedder
 from mnemon_core.errors import EmbedderError, MissingExtraError, ValidationError
@@ -109,6 +112,32 @@ def test_get_embedder_protocols(tmp_path: Path) -> None:
         get_embedder(settings(tmp_path, embedder="ollama", embed_protocol="grpc"))
     assert err.value.field == "MNEMON_EMBED_PROTOCOL"
     assert isinstance(e, Embedder)
+
+
+def test_embed_timeout_comes_from_mnemon_embed_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMON_EMBED_TIMEOUT", "2.5")
+    for kind in ("ollama", "openai"):
+        assert get_embedder(Settings.resolve(data_dir=tmp_path, embedder=kind)).timeout == 2.5
+    monkeypatch.delenv("MNEMON_EMBED_TIMEOUT")
+    assert get_embedder(Settings.resolve(data_dir=tmp_path, embedder="ollama")).timeout == 30.0
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-1", "nan", "inf", "1e999", "3s"])
+def test_embed_timeout_must_be_a_positive_number_of_seconds(cli: Any, data_dir: Path, bad: str) -> None:
+    r = cli("status", env={"MNEMON_EMBED_TIMEOUT": bad})
+    assert (r.code, r.out) == (1, "")
+    assert r.err == f'Error: MNEMON_EMBED_TIMEOUT must be a positive number of seconds, got "{bad}"\n'
+    assert not data_dir.exists()  # refused before anything was created
+
+
+@given(st.text(max_size=20))
+def test_embed_timeout_is_positive_and_finite_or_refused(text: str) -> None:
+    try:
+        value = config._seconds(text, "MNEMON_EMBED_TIMEOUT")
+    except ValidationError as e:
+        assert e.field == "MNEMON_EMBED_TIMEOUT" and "\n" not in str(e).replace(text, "")
+    else:
+        assert 0 < value < float("inf")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -11,20 +11,22 @@ import numpy as np
 import pytest
 
 from mnemon_core import EmbedderError, Memory, NotFoundError, ReadOnlyError, ValidationError, embed_ops
-from mnemon_core.embed import BaseEmbedder
+from mnemon_core.embed import BaseEmbedder, EmbedderTimeoutError
 from mnemon_core.embed_ops import EmbedBackfillResult, EmbedCompleteResult, EmbedOneResult, EmbedStatus
 
 DIM = 8
 
 
 class HashEmbedder(BaseEmbedder):
-    """Deterministic unit vectors from a hash; refuses texts containing `refuse`, or everything when `down`."""
+    """Deterministic unit vectors from a hash; refuses texts containing `refuse`, or everything when `down`;
+    times out on every call after the first `answers` (when set)."""
 
     def __init__(self, name: str = "fake/hash", refuse: str | None = None, up: bool = True) -> None:
         super().__init__(name, dimensions=DIM)
         self.refuse = refuse
         self.up = up
         self.down = False
+        self.answers: int | None = None
         self.calls: list[int] = []
 
     def available(self) -> bool:
@@ -32,6 +34,8 @@ class HashEmbedder(BaseEmbedder):
 
     def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
         self.calls.append(len(texts))
+        if self.answers is not None and len(self.calls) > self.answers:
+            raise EmbedderTimeoutError(f"{self.name}: timed out")
         if self.down or (self.refuse and any(self.refuse in t for t in texts)):
             raise EmbedderError(f"{self.name}: refused")
         return np.stack([np.frombuffer(hashlib.sha256(t.encode()).digest()[:DIM], dtype=np.uint8).astype(np.float32)
@@ -127,14 +131,67 @@ def test_backfill_counts_refused_texts(mem: Memory, monkeypatch: pytest.MonkeyPa
     assert m.embed(status=True).embedded == 3
 
 
+def nothing_written(m: Memory) -> bool:
+    return m.store.vector_counts() == {} and not [e for e in m.log() if e.operation.startswith("embed")]
+
+
 def test_backfill_stops_when_the_provider_goes_down(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embed_ops, "EMBED_BATCH", 2)
     fill(mem, [f"text {i}" for i in range(7)])
     emb = HashEmbedder()
     emb.down = True
-    r = with_embedder(mem, emb).embed(all=True)
-    assert (r.succeeded, r.failed) == (0, 7)
-    assert sum(emb.calls) == 2 + 2  # one batch, then its two texts alone; then it gives up
+    m = with_embedder(mem, emb)
+    with pytest.raises(EmbedderError) as e:
+        m.embed(all=True)
+    assert str(e.value) == ("embed --all: nothing embedded (7 failed): stopped: all 2 texts of a batch failed "
+                            "(fake/hash: refused)")
+    assert emb.calls == [2, 1, 1]  # one batch, then its two texts alone; then it gives up
+    assert nothing_written(m)
+
+
+def test_backfill_gives_up_on_a_provider_that_never_embeds(mem: Memory) -> None:
+    fill(mem, [f"text {i}" for i in range(10)])
+    emb = HashEmbedder()
+    emb.down = True  # a wrong key or model: every request fails
+    m = with_embedder(mem, emb)
+    with pytest.raises(EmbedderError) as e:
+        m.embed(all=True)
+    n = embed_ops.MAX_FAILURES_BEFORE_SUCCESS
+    assert str(e.value) == f"embed --all: nothing embedded (10 failed): gave up after {n + 1} failed requests " \
+                           "(fake/hash: refused)"
+    assert emb.calls == [10] + [1] * n  # not one request per text
+    assert nothing_written(m)
+
+
+def test_backfill_gives_up_on_a_provider_that_keeps_timing_out(mem: Memory) -> None:
+    fill(mem, [f"text {i}" for i in range(12)])
+    emb = HashEmbedder()
+    emb.answers = 0
+    m = with_embedder(mem, emb)
+    with pytest.raises(EmbedderError) as e:
+        m.embed(all=True)
+    assert str(e.value) == ("embed --all: nothing embedded (12 failed): gave up after 2 timeouts in a row "
+                            "(fake/hash: timed out)")
+    assert emb.calls == [12, 1]  # the batch, one text alone; not 12 more timeouts
+    assert nothing_written(m)
+
+
+def test_backfill_that_times_out_midway_keeps_what_it_embedded(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(embed_ops, "EMBED_BATCH", 4)
+    fill(mem, [f"text {i}" for i in range(10)])
+    emb = HashEmbedder()
+    emb.answers = 1  # the first batch, then only timeouts
+    m = with_embedder(mem, emb)
+    capsys.readouterr()
+    r = m.embed(all=True)
+    assert (r.succeeded, r.failed) == (4, 6)
+    assert emb.calls == [4, 4, 1]
+    assert capsys.readouterr().err == ("mnemon: warning: embed --all gave up after 2 timeouts in a row (fake/hash: "
+                                       "timed out); 6 insights not embedded, run it again later\n")
+    assert m.store.vector_counts() == {"fake/hash:8": 4}
+    assert m.log()[0].detail == "succeeded=4 failed=6 model=fake/hash"
 
 
 def test_needs_an_embedder(mem: Memory) -> None:

@@ -59,8 +59,44 @@ def test_all_caps_stopwords_and_lengths() -> None:
 
 
 def test_file_paths() -> None:
+    # The original also took v1.2 here; version numbers are no entities (see the tests below).
     text = "Edit ./cmd/root.go and cmd/root.go, see example.com or v1.2."
-    assert extract_entities(text) == ["./cmd/root.go", "cmd/root.go", "example.com", "v1.2"]
+    assert extract_entities(text) == ["./cmd/root.go", "cmd/root.go", "example.com"]
+
+
+@pytest.mark.parametrize(
+    ("text", "entities"),
+    [
+        ("Upgraded to 2.0.30 today", []),
+        ("Python 2.3 and v1.2 and V3.0.1 are out; pi is 3.14.", ["Python"]),
+        ("ship 1.2.0-rc.1 then 1.2.0", []),
+        ("Node.js 18.2 on host 10.0.0.5", ["Node.js", "Node"]),
+        # a name with a version in it is still a path-like name
+        ("python3.11 reads config.v2.yaml and app-1.2.tar", ["python3.11", "config.v2.yaml", "app-1.2.tar"]),
+    ],
+)
+def test_version_numbers_are_not_entities(text: str, entities: list[str]) -> None:
+    assert extract_entities(text) == entities
+
+
+@pytest.mark.parametrize(
+    ("text", "entities"),
+    [
+        # "VS" starts the name "VS Code": a fragment, not an acronym; Claude is in the dictionary
+        ("Upgraded Claude Code to 2.0.30 in VS Code", ["Claude"]),
+        ("Microsoft SQL Server behind the API Gateway", []),
+        ("AWS Lambda calls the API", ["API", "AWS"]),  # AWS still comes from the dictionary
+        ("Qdrant VS Milvus", ["Qdrant", "Milvus"]),
+        # an acronym followed by a lower-case word, an acronym, punctuation or the end is one of its own
+        ("VS code, the API. Then HTTP JWT", ["VS", "API", "HTTP", "JWT"]),
+    ],
+)
+def test_an_all_caps_word_starting_a_longer_name_is_a_fragment(text: str, entities: list[str]) -> None:
+    assert extract_entities(text) == entities
+
+
+def test_queries_drop_the_same_hits() -> None:
+    assert query_entities("what changed in 2.0.30 of VS Code?", {"Code"}) == ["Code"]
 
 
 def test_file_path_context() -> None:
@@ -224,3 +260,19 @@ def test_query_rejects_stopwords() -> None:
 def test_query_stored_spelling_is_deterministic() -> None:
     assert query_entities("qdrant", {"QDRANT", "Qdrant"}) == ["QDRANT"]
     assert query_entities("Qdrant", {"QDRANT", "Qdrant"}) == ["Qdrant"]
+
+
+def test_status_ranks_no_version_or_fragment(cli, data_dir) -> None:
+    notes = [
+        "Claude Code 2.0.30 fixed the crash in VS Code",
+        "Upgraded Claude Code to 2.0.30 on the build box",
+        "Pinned Python 2.3 tooling at v1.2 for the legacy repo",
+        "VS Code settings live in .vscode/settings.json",
+    ]
+    for n in notes:
+        r = cli("remember", n)
+        assert r.code == 0, r.err
+        assert not {"2.0.30", "2.3", "v1.2", "VS"} & set(r.json()["entities"])
+    top = cli("status").json()["top_entities"]
+    assert top == [{"entity": "Claude", "count": 2}, {"entity": ".vscode/settings.json", "count": 1},
+                   {"entity": "Python", "count": 1}]

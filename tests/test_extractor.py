@@ -330,7 +330,9 @@ def test_cli_extract_reports_failures_and_exits_1_without_a_draft(cli, tmp_path:
 
 
 def test_cli_extract_unknown_format(cli):
-    r = cli("extract", str(FIX / "unknown.csv"), env={"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])})
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")]),
+           "MNEMON_LLM_BASE_URL": "http://127.0.0.1:9/v1"}  # a configured model (never called): the file is read
+    r = cli("extract", str(FIX / "unknown.csv"), env=env)
     assert r.code == 1 and "unrecognised export format" in r.err and "we read: Markdown" in r.err
 
 
@@ -342,6 +344,21 @@ def test_cli_without_openai_names_the_extra(tmp_path: Path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1
     assert p.stderr == "Error: openai is not installed: pip install 'mnemon[openai]'\n"
+
+
+def test_cli_without_a_key_fails_before_reading_the_file_or_importing_openai(tmp_path: Path):
+    code = ("import sys\n"
+            "from mnemon_core.cli import main\n"
+            "code = main(sys.argv[1:])\n"
+            "print('openai' in sys.modules)\n"
+            "sys.exit(code)")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "extractor")])
+    no_key = ("Error: no API key: set MNEMON_LLM_API_KEY (or OPENAI_API_KEY), or point MNEMON_LLM_BASE_URL at a "
+              "local OpenAI-compatible server\n")
+    for argv in (["extract", str(tmp_path / "missing.json")], ["judge", "--recent", "1"]):
+        p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=60)
+        assert (p.returncode, p.stdout, p.stderr) == (1, "False\n", no_key), argv
 
 
 def test_cli_start_up_does_not_import_the_extractor():

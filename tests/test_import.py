@@ -412,13 +412,31 @@ def test_duplicates_skip_across_imports_and_inside_one(mem: Memory) -> None:
     assert mem.store.get_insight(a).importance == 3  # a skipped repeat changes nothing
     skips = [e for e in mem.log(limit=50) if e.operation == "import-skip"]
     assert sorted(e.detail for e in skips) == sorted([f"duplicate of {a}", f"duplicate of {b}", f"duplicate of {d}"])
-    assert all(e.insight_id not in (a, b, d) for e in skips)  # the never-stored id, as remember's diff-skip
+    assert sorted(e.insight_id for e in skips) == sorted([a, b, d])  # each row names the insight it repeats
 
 
 def test_remembered_content_is_skipped_by_import(mem: Memory) -> None:
     existing = mem.remember("we deploy on Fridays", source="user").id
     r = mem.import_draft(draft_of("we deploy on Fridays"))
     assert [(x.id, x.action) for x in r.results] == [(existing, "skipped")]
+
+
+def test_edges_inserted_counts_rows_not_draft_lines(cli, tmp_path: Path, data_dir: Path) -> None:
+    same = {"source_index": 0, "target_index": 1, "edge_type": "causal", "reason": "r"}
+    other = {"source_index": 1, "target_index": 0, "edge_type": "causal", "weight": 0.9}
+    d = draft_of("the disk filled up", "the nightly job failed", source="s",
+                 edges=[same, same, {**same, "weight": 0.8}, other])
+    r = cli("import", str(write(tmp_path, d)))
+    assert r.code == 0, r.err
+    ids = [x["id"] for x in r.json()["results"]]
+    assert r.json()["edges_inserted"] == 2  # three repeats of one edge are one row, plus the reverse edge
+    with Memory() as mem:
+        causal = sorted((e.source_id, e.target_id, e.weight, e.metadata) for e in mem.store.edges_of(ids)
+                        if e.edge_type == "causal")
+        assert causal == sorted([(ids[0], ids[1], 0.8, {"reason": "r"}), (ids[1], ids[0], 0.9, {})])  # last wins
+    again = cli("import", str(write(tmp_path, d)))
+    assert again.code == 0, again.err
+    assert (again.json()["skipped"], again.json()["edges_inserted"]) == (2, 0)  # every row was already there
 
 
 def test_no_diff_inserts_repeats(mem: Memory) -> None:

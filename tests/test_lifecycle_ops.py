@@ -146,15 +146,6 @@ def test_log_table_newest_first(mem: Memory) -> None:
     assert lines[3].endswith("x" * 57 + "...")
 
 
-def test_oplog_is_capped(mem: Memory) -> None:
-    store = mem.store
-    with store.transaction():
-        for i in range(5010):
-            store.log("recall", None, f"q={i}", "2026-01-01T00:00:00Z")
-    assert store.count_log() == 5000
-    assert store.read_log(1)[0].detail == "q=5009"
-
-
 def test_gc_suggest_and_keep(mem: Memory) -> None:
     low = mem.remember("low value", importance=1).id
     mem.remember("high value", importance=5)

@@ -162,6 +162,10 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     same(lambda s: s.edges_among(["a", "b", "c"]))
     same(lambda s: s.edges_among(["a", "b", "c"], "semantic"))
     same(lambda s: s.edge_counts(["a", "b", "g", "zz"]))
+    assert same(lambda s: s.existing_edges([("a", "b", "semantic"), ("b", "a", "causal"), ("a", "c", "causal"),
+                                            ("a", "b", "semantic"), ("zz", "a", "entity")])) == {
+        ("a", "b", "semantic"), ("a", "c", "causal")}
+    assert same(lambda s: s.existing_edges([])) == set()
     assert same(lambda s: s.count_edges()) == 4  # g's edges went with it
     same(lambda s: list(s.iter_edges()))
     pg.delete_edge("a", "c", "causal")
@@ -239,15 +243,6 @@ def test_transactions_nest_as_savepoints(pg) -> None:
             pg.log("remember", "outer", "", T0)
         raise RuntimeError
     assert pg.get_insight("outer") is None and pg.count_log() == 1 and pg.count_active() == 1
-
-
-def test_oplog_keeps_the_last_5000(pg) -> None:
-    with pg.transaction():
-        for i in range(5003):
-            pg.log("search", None, f"q{i}", T0)
-    assert pg.count_log() == 5000
-    assert [e.detail for e in pg.read_log(2)] == ["q5002", "q5001"]
-    assert pg.read_log(5000)[-1].detail == "q3"
 
 
 def test_readonly(pg_url: str, pg_store_name: str) -> None:

@@ -68,12 +68,13 @@ def test_exact_duplicate_is_skipped_with_existing_id(mem: Memory) -> None:
     again = mem.remember("Use Postgres for the billing service", category="fact", importance=5)
     assert again.action == "skipped"
     assert again.diff_suggestion == "DUPLICATE"
-    assert again.replaced_id == first.id
-    assert again.id != first.id
+    assert again.id == again.replaced_id == first.id  # the insight that holds the text, not a new id
     assert list(again.model_dump(mode="json")) == ["id", "content", "action", "diff_suggestion", "replaced_id"]
     assert mem.status().total_insights == 1
-    ops = [e.operation for e in mem.log()]
-    assert ops == ["diff-skip", "remember"]
+    log = mem.log()
+    assert [(e.operation, e.insight_id) for e in log] == [("diff-skip", first.id), ("remember", first.id)]
+    assert log[0].detail == f"exact duplicate of {first.id}"
+    assert mem.show(again.id).content == "Use Postgres for the billing service"
 
 
 def test_duplicate_check_is_byte_exact(mem: Memory) -> None:

@@ -72,6 +72,7 @@ def test_empty_store(mem: Memory) -> None:
 def test_unsupported_format(mem: Memory, cli, data_dir) -> None:
     with pytest.raises(ValidationError, match=r"^unsupported format: svg \(use dot or html\)$"):
         render(mem, "svg")
+    mem.status()  # creates the store: the CLI reads a named store (Postgres here) only once it exists
     r = cli("viz", "--format", "png")
     assert (r.code, r.out, r.err) == (1, "", "Error: unsupported format: png (use dot or html)\n")
 

@@ -22,6 +22,7 @@ _EXPORTS = {
     "write_draft": "extract",
     "JudgeResult": "judge",
     "LinkJudge": "judge",
+    "nothing_judged": "judge",
     "LLMConfig": "llm",
     "Conversation": "readers",
     "Message": "readers",
@@ -43,6 +44,6 @@ if TYPE_CHECKING:
     from .chunking import Chunk, chunk_conversations, estimate_tokens
     from .errors import ExtractionError, ExtractorError, LLMError, UnknownFormatError
     from .extract import ChunkFailure, Extraction, ExtractionReport, Extractor, write_draft
-    from .judge import JudgeResult, LinkJudge
+    from .judge import JudgeResult, LinkJudge, nothing_judged
     from .llm import LLMConfig
     from .readers import Conversation, Message, Transcript, read_export

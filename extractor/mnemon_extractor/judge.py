@@ -16,7 +16,7 @@ with `Memory.link(..., created_by="judge")` and metadata `{reason, model, sub_ty
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -88,6 +88,16 @@ def offer(
         refs[ref] = id_
         shown.append({"ref": ref, **e})
     return shown, refs
+
+
+def nothing_judged(results: Sequence[JudgeResult]) -> str | None:
+    """Why a run achieved nothing, or None: every insight that needed the model got no decision (a server that
+    answered 500 or garbage each time). When some did, the others' `error` reports them one by one."""
+    asked = [r for r in results if r.candidates]
+    if not asked or not all(r.error for r in asked):
+        return None
+    what = "the insight" if len(asked) == 1 else f"any of the {len(asked)} insights"
+    return f"judge: no decision for {what}: {asked[0].error}"
 
 
 def check_decisions(data: Any) -> list[Any]:

@@ -11,7 +11,8 @@ is cut out of the reply). Whatever the mode, the reply is parsed and validated h
 
 Transport failures (429, 5xx, timeouts, dropped connections) are retried by the openai client itself
 (`max_retries`, honouring `Retry-After`). A reply that fails validation gets exactly one more try, with the
-validation error quoted to the model; after that the caller gets an `Answer` with `error` set.
+validation error quoted to the model; after that the caller gets an `Answer` with `error` set. Every error
+text that leaves `ChatLLM.ask` is scrubbed of the API key (a server may quote it back: see mnemon_core.redact).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from mnemon_core.config import UNSET
 from mnemon_core.errors import MissingExtraError, ValidationError
+from mnemon_core.redact import redact
 
 from .errors import LLMError
 
@@ -82,7 +84,7 @@ class LLMConfig:
 
     model: str = DEFAULT_MODEL
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
     temperature: float | None = None
@@ -121,17 +123,22 @@ class LLMConfig:
             mode=m,
         )
 
-    def client(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise MissingExtraError("openai", "openai") from None
+    def key(self) -> str:
+        """The key to send: ours, `OPENAI_API_KEY`, or a placeholder for a server at `base_url`; LLMError if none."""
         key = self.api_key or _env("OPENAI_API_KEY") or (PLACEHOLDER_KEY if self.base_url else None)
         if key is None:
             raise LLMError(
                 "no API key: set MNEMON_LLM_API_KEY (or OPENAI_API_KEY), or point MNEMON_LLM_BASE_URL at a "
                 "local OpenAI-compatible server"
             )
+        return key
+
+    def client(self) -> Any:
+        key = self.key()
+        try:
+            import openai
+        except ImportError:
+            raise MissingExtraError("openai", "openai") from None
         return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_retries)
 
 
@@ -171,6 +178,8 @@ class ChatLLM:
 
     def __init__(self, config: LLMConfig | None = None, *, client: Any = None) -> None:
         self.config = config or LLMConfig.resolve()
+        if client is None:
+            self.config.key()  # a missing key fails now, before any file is read or openai (slow) imported
         self._client = client
         self.mode = self.config.mode
         self.usage = Usage()
@@ -194,7 +203,21 @@ class ChatLLM:
     ) -> Answer[T]:
         """Send `messages`, parse the reply as JSON and pass it to `validate` (which raises on a bad answer).
         One retry quotes the error. Transport errors that outlive the client's own retries end the attempt
-        with `error` set; errors no retry can fix (auth, unknown model, unsupported request) raise `LLMError`."""
+        with `error` set; errors no retry can fix (auth, unknown model, unsupported request) raise `LLMError`.
+        Either way the error text is redacted: it quotes what the server said."""
+        try:
+            answer = self._ask(messages, schema, validate)
+        except LLMError as e:
+            raise LLMError(self.redact(str(e))) from None
+        if answer.error:
+            answer.error = self.redact(answer.error)
+        return answer
+
+    def redact(self, text: str) -> str:
+        """`text` without the API key this model is called with, or any other credential."""
+        return redact(text, self.config.api_key, _env("OPENAI_API_KEY"), getattr(self._client, "api_key", None))
+
+    def _ask(self, messages: list[dict[str, str]], schema: type, validate: Callable[[Any], T]) -> Answer[T]:
         usage = Usage()
         convo = list(messages)
         error = None

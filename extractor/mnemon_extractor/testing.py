@@ -3,12 +3,18 @@
     with FakeOpenAIServer([Reply.json({"insights": [...], "edges": []})]) as server:
         Extractor(base_url=server.base_url, model="fake").extract("chat.md")
 
-`replies` is a list served in order (the last one repeats), or a function `(request_body) -> Reply` that
-can look at what was asked. Every request body is kept in `server.requests`.
+Routes: POST `/v1/chat/completions`, and for embedders POST `/v1/embeddings` (OpenAI protocol, endpoint
+`server.base_url`) and `/api/embed` (Ollama's, endpoint `server.url`); their health checks (GET `/v1/models`,
+`/api/tags`) always answer 200. `replies` is a list served in order (the last one repeats), or a function
+`(request_body) -> Reply` that can look at what was asked; a reply without a body gets a completion, or
+deterministic embeddings of the request's `input`. Every POST body is kept in `server.requests`, every request
+as (method, path, Authorization header) in `server.calls`. `{authorization}` (`AUTHORIZATION`) in a reply's
+body is replaced by the request's Authorization header, as a server that quotes the key back would do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -18,6 +24,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .chunking import estimate_tokens
+
+AUTHORIZATION = "{authorization}"
+EMBED_DIMENSIONS = 8  # of the fake embeddings, unless the request asks for `dimensions`
+CHAT_ROUTE = "/chat/completions"
+EMBED_ROUTES = ("/embeddings", "/api/embed")  # OpenAI protocol, Ollama's
+HEALTH_ROUTES = ("/models", "/api/tags")
 
 
 @dataclass
@@ -71,11 +83,27 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+def embeddings(request: dict[str, Any], route: str) -> dict[str, Any]:
+    """Deterministic vectors of the request's `input`, in the shape of the route's protocol."""
+    texts = request.get("input")
+    texts = texts if isinstance(texts, list) else [texts]
+    dims = request.get("dimensions") or EMBED_DIMENSIONS
+    vectors = []
+    for text in texts:
+        digest = hashlib.sha256(str(text).encode()).digest()
+        vectors.append([float(digest[i % len(digest)] % 13 + 1) for i in range(dims)])
+    if route == "/api/embed":
+        return {"model": request.get("model"), "embeddings": vectors}
+    return {"object": "list", "model": request.get("model"), "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]}
+
+
 class FakeOpenAIServer:
-    """`/v1/chat/completions` on 127.0.0.1 (a free port), in a daemon thread; use as a context manager."""
+    """Chat completions and embeddings on 127.0.0.1 (a free port), in a daemon thread; a context manager."""
 
     def __init__(self, replies: Sequence[Reply] | Responder) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, str, str | None]] = []
         self._replies = replies
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -85,30 +113,49 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
+            def do_GET(self) -> None:
+                self._record()
+                route = self._route(HEALTH_ROUTES)
+                body = {"object": "list", "data": [], "models": []}
+                self._send(Reply(body=body) if route else Reply.error(404, f"no route {self.path}"), {}, route)
+
             def do_POST(self) -> None:
+                self._record()
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(Reply.error(404, f"no route {self.path}"), {})
+                route = self._route((CHAT_ROUTE, *EMBED_ROUTES))
+                if route is None:
+                    self._send(Reply.error(404, f"no route {self.path}"), {}, route)
                     return
                 try:
                     req = json.loads(raw)
                 except json.JSONDecodeError:
-                    self._send(Reply.error(400, "request body is not JSON"), {})
+                    self._send(Reply.error(400, "request body is not JSON"), {}, route)
                     return
                 reply = server._next(req)
                 if reply.delay and server._stop.wait(reply.delay):
                     return
-                self._send(reply, req)
+                self._send(reply, req, route)
 
-            def _send(self, reply: Reply, req: dict[str, Any]) -> None:
-                body = reply.body if reply.body is not None else completion(req, reply)
+            def _record(self) -> None:
+                with server._lock:
+                    server.calls.append((self.command, self.path, self.headers.get("authorization")))
+
+            def _route(self, routes: Sequence[str]) -> str | None:
+                path = self.path.split("?")[0].rstrip("/")
+                return next((r for r in routes if path.endswith(r)), None)
+
+            def _send(self, reply: Reply, req: dict[str, Any], route: str | None) -> None:
+                body = reply.body
+                if body is None:
+                    body = embeddings(req, route) if route in EMBED_ROUTES else completion(req, reply)
                 if isinstance(body, bytes):
                     data = body
                 elif isinstance(body, str):  # raw text: a server that answers with something not JSON
                     data = body.encode()
                 else:
                     data = json.dumps(body).encode()
+                data = data.replace(AUTHORIZATION.encode(), (self.headers.get("authorization") or "").encode())
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
@@ -134,9 +181,15 @@ class FakeOpenAIServer:
         return replies[min(n, len(replies)) - 1]
 
     @property
-    def base_url(self) -> str:
+    def url(self) -> str:
+        """The server's root: the endpoint of an Ollama embedder."""
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://{host!s}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible endpoint (…/v1), for the extractor, the judge and an `openai` embedder."""
+        return f"{self.url}/v1"
 
     def start(self) -> FakeOpenAIServer:
         self._thread.start()

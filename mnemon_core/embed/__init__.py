@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..errors import ValidationError
-from .base import IDENTITY, BaseEmbedder, Calibration, Embedder
+from .base import IDENTITY, BaseEmbedder, Calibration, Embedder, EmbedderTimeoutError
 
 if TYPE_CHECKING:
     import httpx
 
     from ..config import Settings
 
-__all__ = ["IDENTITY", "PROTOCOLS", "BaseEmbedder", "Calibration", "Embedder", "get_embedder", "resolve_protocol"]
+__all__ = ["IDENTITY", "PROTOCOLS", "BaseEmbedder", "Calibration", "Embedder", "EmbedderTimeoutError", "get_embedder",
+           "resolve_protocol"]
 
 PROTOCOLS = ("ollama", "openai")
 # Factory table: backend name → module with `create(settings, *, http_client) -> Embedder | None`.

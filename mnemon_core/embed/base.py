@@ -18,7 +18,9 @@ from typing import Protocol, overload, runtime_checkable
 
 import numpy as np
 
+from ..config import DEFAULT_EMBED_TIMEOUT_S
 from ..errors import EmbedderError
+from ..redact import redact
 
 __all__ = [
     "CACHE_SIZE",
@@ -29,16 +31,22 @@ __all__ = [
     "BaseEmbedder",
     "Calibration",
     "Embedder",
+    "EmbedderTimeoutError",
 ]
 
-# Spec §3.2 / reference §7: health probe 2 s, HTTP 30 s, dial 5 s.
+# Spec §3.2 / reference §7: health probe 2 s, HTTP 30 s (the default of MNEMON_EMBED_TIMEOUT), dial 5 s.
 HEALTH_TIMEOUT_S = 2.0
-HTTP_TIMEOUT_S = 30.0
+HTTP_TIMEOUT_S = DEFAULT_EMBED_TIMEOUT_S
 CONNECT_TIMEOUT_S = 5.0
 # Vectors kept per embedder process (content-hash LRU); 2048 × 768-d float32 ≈ 6 MB at most.
 CACHE_SIZE = 2048
 # How much of an error body goes into an EmbedderError message.
 ERROR_BODY_CHARS = 200
+
+
+class EmbedderTimeoutError(EmbedderError):
+    """The provider did not answer within the HTTP timeout: a backfill gives up on an endpoint that keeps
+    doing this (embed_ops.MAX_CONSECUTIVE_TIMEOUTS) instead of waiting out every text."""
 
 
 @dataclass(frozen=True)
@@ -193,9 +201,7 @@ class BaseEmbedder(ABC):
         try:
             return self._embed_batch(texts, query=query)
         except EmbedderError as exc:
-            clean = self.redact(str(exc))
-            if clean != str(exc):
-                raise EmbedderError(clean) from None
+            exc.args = (self.redact(str(exc)),)  # in place: a subclass (a timeout) stays what it is
             raise
         except Exception as exc:  # noqa: BLE001 - any backend failure reaches the engine as EmbedderError
             raise EmbedderError(self.redact(f"{self.name}: embedding failed: {type(exc).__name__}: {exc}")) from None
@@ -221,11 +227,8 @@ class BaseEmbedder(ABC):
         return arr / norms
 
     def redact(self, message: str) -> str:
-        """Remove the API key from a message (a server may echo it back in an error body)."""
-        secret = self._secret()
-        if secret:
-            message = message.replace(secret, "***")
-        return message
+        """The message without the API key or any credential (a server may echo them in an error body)."""
+        return redact(message, self._secret())
 
     @staticmethod
     def _short(text: str) -> str:

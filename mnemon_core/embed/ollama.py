@@ -1,9 +1,9 @@
 """`ollama`: an Ollama server's native API (reference §7).
 
 Health: GET `<endpoint>/api/tags` answers 200 within 2 s. Embed: POST `<endpoint>/api/embed`
-`{model, input, dimensions?}` → `{"embeddings": [[…], …]}`. 30 s per request, 5 s to connect; proxies from
-the environment are bypassed (the server is normally local). When the endpoint ends in `/v1`,
-`get_embedder` picks the OpenAI-compatible protocol instead (see openai.py).
+`{model, input, dimensions?}` → `{"embeddings": [[…], …]}`. 30 s per request (MNEMON_EMBED_TIMEOUT), 5 s to
+connect; proxies from the environment are bypassed (the server is normally local). When the endpoint ends in
+`/v1`, `get_embedder` picks the OpenAI-compatible protocol instead (see openai.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ import httpx
 
 from ..config import DEFAULT_OLLAMA_MODEL
 from ..errors import EmbedderError
-from .base import CONNECT_TIMEOUT_S, HEALTH_TIMEOUT_S, HTTP_TIMEOUT_S, IDENTITY, BaseEmbedder, Calibration
+from .base import (
+    CONNECT_TIMEOUT_S,
+    HEALTH_TIMEOUT_S,
+    HTTP_TIMEOUT_S,
+    IDENTITY,
+    BaseEmbedder,
+    Calibration,
+    EmbedderTimeoutError,
+)
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -33,16 +41,18 @@ class OllamaEmbedder(BaseEmbedder):
         dimensions: int | None = None,
         name: str | None = None,
         calibration: Calibration = IDENTITY,  # the spec's thresholds were set on nomic-embed-text
+        timeout: float = HTTP_TIMEOUT_S,
         http_client: httpx.Client | None = None,
     ) -> None:
         super().__init__(name or f"ollama/{model}", dimensions=dimensions, calibration=calibration)
         self.endpoint = endpoint.rstrip("/")
         self.model = model
+        self.timeout = timeout
         self._requested_dimensions = dimensions
         self._owns_client = http_client is None
-        self._http = http_client or httpx.Client(
-            timeout=httpx.Timeout(HTTP_TIMEOUT_S, connect=CONNECT_TIMEOUT_S), trust_env=False
-        )
+        # Per request as well, so the configured timeout holds on a client handed in too.
+        self._timeouts = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
+        self._http = http_client or httpx.Client(timeout=self._timeouts, trust_env=False)
 
     def available(self) -> bool:
         try:
@@ -57,7 +67,9 @@ class OllamaEmbedder(BaseEmbedder):
             body["dimensions"] = self._requested_dimensions
         url = f"{self.endpoint}/api/embed"
         try:
-            r = self._http.post(url, json=body)
+            r = self._http.post(url, json=body, timeout=self._timeouts)
+        except httpx.TimeoutException:
+            raise EmbedderTimeoutError(f"{self.name}: {url} did not answer within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise EmbedderError(f"{self.name}: cannot reach {url}: {type(exc).__name__}: {exc}") from None
         if r.status_code != 200:
@@ -90,5 +102,6 @@ def create(settings: Settings, *, http_client: httpx.Client | None = None) -> Ol
         settings.embed_endpoint,
         settings.embed_model or DEFAULT_OLLAMA_MODEL,
         dimensions=settings.embed_dimensions,
+        timeout=settings.embed_timeout_s,
         http_client=http_client,
     )

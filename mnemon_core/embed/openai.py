@@ -17,7 +17,15 @@ import httpx
 
 from ..config import DEFAULT_EMBED_ENDPOINT, DEFAULT_OLLAMA_MODEL
 from ..errors import EmbedderError, MissingExtraError
-from .base import CONNECT_TIMEOUT_S, HEALTH_TIMEOUT_S, HTTP_TIMEOUT_S, IDENTITY, BaseEmbedder, Calibration
+from .base import (
+    CONNECT_TIMEOUT_S,
+    HEALTH_TIMEOUT_S,
+    HTTP_TIMEOUT_S,
+    IDENTITY,
+    BaseEmbedder,
+    Calibration,
+    EmbedderTimeoutError,
+)
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -53,17 +61,21 @@ class OpenAIEmbedder(BaseEmbedder):
         dimensions: int | None = None,
         name: str | None = None,
         calibration: Calibration = IDENTITY,
+        timeout: float = HTTP_TIMEOUT_S,
         http_client: httpx.Client | None = None,
     ) -> None:
         super().__init__(name or f"openai/{model}", dimensions=dimensions, calibration=calibration, secret=api_key)
         self.endpoint = endpoint.rstrip("/")
         self.model = model
+        self.timeout = timeout
         self._requested_dimensions = dimensions
         # Kept in a closure rather than an attribute, so no repr/vars() dump of this object can show it.
         self._auth_headers = (lambda: {"Authorization": f"Bearer {api_key}"}) if api_key else dict
         self._api_key = lambda: api_key or NO_KEY
         self._owns_client = http_client is None
-        self._http = http_client or httpx.Client(timeout=httpx.Timeout(HTTP_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
+        # Given to the openai client too, so the configured timeout holds on a client handed in.
+        self._timeouts = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
+        self._http = http_client or httpx.Client(timeout=self._timeouts)
         self._client: Any = None
         self._client_lock = threading.Lock()
 
@@ -79,6 +91,7 @@ class OpenAIEmbedder(BaseEmbedder):
                     api_key=self._api_key(),
                     base_url=self.endpoint,
                     max_retries=0,
+                    timeout=self._timeouts,
                     http_client=self._http,  # type: ignore[arg-type]  # openai 2+ takes httpx2 or httpx clients
                 )
             return self._client
@@ -111,6 +124,8 @@ class OpenAIEmbedder(BaseEmbedder):
             raise EmbedderError(
                 f"{self.name}: {url} answered HTTP {exc.status_code}: {self._short(_status_text(exc))}"
             ) from None
+        except openai.APITimeoutError:  # before its base class, APIConnectionError
+            raise EmbedderTimeoutError(f"{self.name}: {url} did not answer within {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
             raise EmbedderError(f"{self.name}: cannot reach {url}: {type(exc).__name__}: {exc}") from None
         data = sorted(resp.data or [], key=lambda d: d.index)
@@ -155,6 +170,7 @@ def create(settings: Settings, *, http_client: httpx.Client | None = None) -> Op
         model,
         api_key=settings.embed_api_key,
         dimensions=settings.embed_dimensions,
+        timeout=settings.embed_timeout_s,
         name=f"{settings.embedder}/{model}",
         http_client=http_client,
     )

@@ -14,11 +14,11 @@ def open_store(settings: Settings) -> Store:
 
         # Long-lived processes (MCP server, framework apps) share a pool; a CLI call needs one connection.
         return PostgresStore(settings.database_url, store=settings.store, readonly=settings.readonly,
-                             pool=settings.origin != "cli")
+                             pool=settings.origin != "cli", oplog_retention=settings.oplog_retention)
     from .sqlite import SQLiteStore
 
     migrate_legacy(settings)
-    return SQLiteStore(settings.db_path, readonly=settings.readonly)
+    return SQLiteStore(settings.db_path, readonly=settings.readonly, oplog_retention=settings.oplog_retention)
 
 
 def migrate_legacy(settings: Settings) -> None:

@@ -12,15 +12,15 @@ dropped with its schema. Each holds the SQLite store's tables in Postgres terms:
   `vectors.py`), one partial HNSW index (cosine) per embedding model and dimension. A table of its own, so
   that updating an insight (access counts, EI) never re-inserts its vector into the HNSW graph.
 - `edges` with indexes on (source, type) and (target, type) for the graph's neighbour queries;
-  `insight_entities`; `oplog` (capped at 5000 rows); `conversation_tails` (the last insight of each remember
-  session); `mnemon_meta` (schema version; counters of active insights, their stemmed terms, vector changes
-  and graph changes, each moved once per transaction at commit, so a long import does not rewrite one hot row
-  thousands of times).
+  `insight_entities`; `oplog` (kept as `OplogRetention` says); `conversation_tails` (the last insight of each
+  remember session); `mnemon_meta` (schema version; counters of active insights, their stemmed terms, vector
+  changes and graph changes, each moved once per transaction at commit, so a long import does not rewrite one
+  hot row thousands of times).
 Text columns use the "C" collation, so ordering and equality are byte-wise, as in SQLite.
 
 Concurrency: the outermost `transaction()` takes a transaction-scoped advisory lock per store as its first
 statement, READ COMMITTED. Writers of one store queue on it the way SQLite writers queue on BEGIN IMMEDIATE
-(so the exact-duplicate re-check, the graph builders and the oplog cap see every earlier write); readers
+(so the exact-duplicate re-check, the graph builders and the oplog trim see every earlier write); readers
 never wait. Inner `transaction()` calls are savepoints.
 
 Connections: one connection for a short-lived process (the CLI), or a psycopg pool (`pool=True`) for
@@ -40,13 +40,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..config import OplogRetention
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms
 from .base import NO_FILTERS, Filters, TokenHit, bm25
 from .vectors import VectorCache
 
-OPLOG_CAP = 5000
 SCHEMA_PREFIX = "mnemon_"
 MAX_IDENT_BYTES = 63  # Postgres NAMEDATALEN - 1
 LONG_TERM_BYTES = 255  # longer tokens are indexed by their md5 (a GIN key must fit in a third of a page)
@@ -368,6 +368,7 @@ class _Tx:
         # Edge upserts wait here and go to the server together (one pipelined round trip) before the next
         # statement, savepoint or commit: a graph builder writes tens of edges between two reads.
         self.edges: list[tuple[Any, ...]] = []
+        self.trim_due: str | None = None  # oplog rows were written: trim at commit, as of this time
 
 
 class _PgAnn:
@@ -411,12 +412,13 @@ class PostgresStore:
 
     def __init__(
         self, url: str, *, store: str = "default", readonly: bool = False, pool: bool = False,
-        pool_max: int = POOL_MAX,
+        pool_max: int = POOL_MAX, oplog_retention: OplogRetention = OplogRetention(),
     ) -> None:
         psycopg = _psycopg()
         self.url = url
         self.name = store
         self.readonly = readonly
+        self.oplog_retention = oplog_retention
         self.schema = schema_name(store)
         self.location = f"{redact(url)} (store {store})"
         self._s = '"' + self.schema.replace('"', '""') + '"'
@@ -599,6 +601,8 @@ class PostgresStore:
                     yield
                     if tx.edges:
                         self._send_edges(tx)
+                    if tx.trim_due is not None:
+                        self._trim_oplog(conn, tx.trim_due)
                     self._flush(conn, tx.levels[0])
             except BaseException:
                 self._gen += 1
@@ -1150,6 +1154,17 @@ class PostgresStore:
             args.append(str(edge_type))
         return [_row_to_edge(r) for r in self._exec(sql + " ORDER BY source_id, target_id", args)]
 
+    def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        rows = list(dict.fromkeys(keys))
+        if not rows:
+            return set()
+        found = self._exec(
+            "SELECT e.source_id, e.target_id, e.edge_type FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "AS k(s, t, y) JOIN {s}.edges e ON e.source_id = k.s AND e.target_id = k.t AND e.edge_type = k.y",
+            tuple(list(col) for col in zip(*rows)),
+        )
+        return {(r[0], r[1], r[2]) for r in found}
+
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         if not out:
@@ -1229,15 +1244,30 @@ class PostgresStore:
     # ------------------------------------------------------------------ oplog
 
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        with self._conn() as conn:
-            last = conn.execute(
-                self._q(
-                    "INSERT INTO {s}.oplog (operation, insight_id, detail, created_at) VALUES (%s,%s,%s,%s) "
-                    "RETURNING id"
-                ),
-                (operation, insight_id, detail, now),
-            ).fetchone()[0]
-            conn.execute(self._q("DELETE FROM {s}.oplog WHERE id <= %s"), (last - OPLOG_CAP,))
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if tx is None:  # alone: a transaction of its own, as the retention trim runs at a commit
+            with self.transaction():
+                return self.log(operation, insight_id, detail, now)
+        self._exec(
+            "INSERT INTO {s}.oplog (operation, insight_id, detail, created_at) VALUES (%s,%s,%s,%s)",
+            (operation, insight_id, detail, now),
+        )
+        tx.trim_due = now  # once at commit, however many rows the transaction logs
+
+    def _trim_oplog(self, conn: Any, now: str) -> None:
+        """`OplogRetention`: two index range deletes (created_at, then the id primary key)."""
+        cutoff = self.oplog_retention.cutoff(now)
+        if cutoff is not None:
+            conn.execute(self._q("DELETE FROM {s}.oplog WHERE created_at < %s"), (cutoff,))
+        if self.oplog_retention.max_rows > 0:
+            conn.execute(
+                self._q("DELETE FROM {s}.oplog WHERE id <= (SELECT max(id) FROM {s}.oplog) - %s"),
+                (self.oplog_retention.max_rows,),
+            )
+
+    def oplog_oldest(self) -> str | None:
+        r = self._one("SELECT min(created_at) FROM {s}.oplog")
+        return r[0] if r else None
 
     def read_log(self, limit: int) -> list[OplogEntry]:
         rows = self._exec(

@@ -11,6 +11,7 @@ over the stemmed terms of active insights (BM25, `bm25()`), and the last insight
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..config import OplogRetention
 from ..errors import StoreError
 from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms, token_set
@@ -29,7 +31,6 @@ from .vectors import VectorCache, decode, encode
 if TYPE_CHECKING:
     from .ann import AnnIndex
 
-OPLOG_CAP = 5000
 BUSY_TIMEOUT_MS = 60_000
 _VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
@@ -241,6 +242,11 @@ MIGRATIONS = [
 ]
 
 
+def _code(e: sqlite3.Error) -> int:
+    """The primary result code of an error (SQLITE_READONLY for SQLITE_READONLY_DIRECTORY, ...)."""
+    return (getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
 def _fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
 
@@ -298,10 +304,14 @@ def _row_to_edge(r: tuple) -> Edge:
 class SQLiteStore:
     """`Store` over one SQLite file. One connection; safe across processes through WAL + busy timeout."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self, path: str | Path, *, readonly: bool = False, oplog_retention: OplogRetention = OplogRetention()
+    ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
         self.readonly = readonly
+        self.oplog_retention = oplog_retention
+        self._trim_due: str | None = None  # the open transaction wrote oplog rows: trim at commit, as of then
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
@@ -312,8 +322,7 @@ class SQLiteStore:
             if readonly:
                 if not self.path.exists():
                     raise StoreError(f"database not found: {self.path}", path=str(self.path))
-                uri = self.path.resolve().as_uri() + "?mode=ro"
-                self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                self.db = self._open_readonly()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
@@ -324,8 +333,36 @@ class SQLiteStore:
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
                 self._migrate()
+            elif self.db.execute("PRAGMA user_version").fetchone()[0] < 100 + len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} needs a schema upgrade, which --readonly cannot do: run one command on it "
+                    "without --readonly (as a user who may write it)", path=str(self.path),
+                )
         except sqlite3.Error as e:
-            raise StoreError(f"cannot open database {self.path}: {e}", path=str(self.path)) from e
+            # A file this user may read but not write (or create its WAL beside): say how to read it.
+            unwritable = _code(e) == sqlite3.SQLITE_READONLY or (
+                _code(e) == sqlite3.SQLITE_CANTOPEN and os.access(self.path, os.R_OK))
+            hint = " (--readonly reads it)" if not readonly and unwritable else ""
+            raise StoreError(f"cannot open database {self.path}: {e}{hint}", path=str(self.path)) from e
+        except OSError as e:  # the data directory is a file, under a file, not writable, ...
+            raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
+                             path=str(self.path)) from e
+
+    def _open_readonly(self) -> sqlite3.Connection:
+        """`mode=ro`. A WAL database is read through its index file (-shm); where this user cannot create it
+        (a read-only mount, another user's directory, no writer connected), the file is opened `immutable`:
+        read as it is on disk, without locks. A writer that starts meanwhile goes unseen until the next command;
+        that is the price of reading what one may not write."""
+        uri = self.path.resolve().as_uri()
+        db = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA user_version").fetchone()
+        except sqlite3.OperationalError as e:
+            if _code(e) not in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+                raise
+            db.close()
+            db = sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
+        return db
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -344,7 +381,7 @@ class SQLiteStore:
         with self._lock:
             name = f"sp{self._depth}"
             if self._depth == 0:
-                self.db.execute("BEGIN IMMEDIATE")
+                self._begin()
             else:
                 self.db.execute(f"SAVEPOINT {name}")
             self._depth += 1
@@ -352,11 +389,10 @@ class SQLiteStore:
                 yield
             except BaseException:
                 self._depth -= 1
-                self._graph_gen += 1
-                self._vectors.clear()  # it may hold vectors this rollback removes, under sequence numbers reused next
-                self._ann.clear()  # their exact deltas too
+                self._forget_uncommitted()
                 if self._depth == 0:
                     self._graph_dirty = False
+                    self._trim_due = None
                     self.db.execute("ROLLBACK")
                 else:
                     self.db.execute(f"ROLLBACK TO {name}")
@@ -368,9 +404,37 @@ class SQLiteStore:
                     if self._graph_dirty:
                         self._graph_dirty = False
                         self._bump_graph()
-                    self.db.execute("COMMIT")
+                    if self._trim_due is not None:
+                        self._trim_oplog(self._trim_due)
+                    try:
+                        self.db.execute("COMMIT")
+                    except BaseException:
+                        # A failed COMMIT (a deferred constraint, a full disk) can leave the transaction open:
+                        # end it, or every later transaction() fails on this connection.
+                        self._forget_uncommitted()
+                        if self.db.in_transaction:
+                            self.db.execute("ROLLBACK")
+                        raise
                 else:
                     self.db.execute(f"RELEASE {name}")
+
+    def _begin(self) -> None:
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as e:
+            if _code(e) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            raise StoreError(
+                f"database is locked: another process held the write lock on {self.path} longer than the "
+                f"{BUSY_TIMEOUT_MS / 1000:g} s busy timeout; try again", path=str(self.path),
+            ) from e
+
+    def _forget_uncommitted(self) -> None:
+        """After a rollback: caches may hold rows it removed (vectors under sequence numbers reused next, the
+        ANN files' exact deltas), and readers must see a new graph version."""
+        self._graph_gen += 1
+        self._vectors.clear()
+        self._ann.clear()
 
     def close(self) -> None:
         self.db.close()
@@ -792,6 +856,19 @@ class SQLiteStore:
             args.append(edge_type)
         return [_row_to_edge(r) for r in self.db.execute(sql + " ORDER BY source_id, target_id", args)]
 
+    def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+        found: set[tuple[str, str, str]] = set()
+        rows = list(dict.fromkeys(keys))
+        for i in range(0, len(rows), 300):  # 900 bound parameters per statement
+            chunk = rows[i : i + 300]
+            values = ",".join(["(?,?,?)"] * len(chunk))
+            found.update(self.db.execute(
+                f"WITH k(s, t, y) AS (VALUES {values}) SELECT e.source_id, e.target_id, e.edge_type FROM k "
+                "JOIN edges e ON e.source_id = k.s AND e.target_id = k.t AND e.edge_type = k.y",
+                [x for key in chunk for x in key],
+            ))
+        return found
+
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         ids = list(out)
@@ -887,11 +964,28 @@ class SQLiteStore:
     # ------------------------------------------------------------------ oplog
 
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        cur = self.db.execute(
+        if self._depth == 0:  # alone: a transaction of its own, as the retention trim runs at a commit
+            with self.transaction():
+                return self.log(operation, insight_id, detail, now)
+        self.db.execute(
             "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?,?,?,?)",
             (operation, insight_id, detail, now),
         )
-        self.db.execute("DELETE FROM oplog WHERE id <= ?", (cur.lastrowid - OPLOG_CAP,))
+        self._trim_due = now  # once at commit, however many rows the transaction logs
+
+    def _trim_oplog(self, now: str) -> None:
+        """`OplogRetention`: two index range deletes (created_at, then the id primary key)."""
+        self._trim_due = None
+        cutoff = self.oplog_retention.cutoff(now)
+        if cutoff is not None:
+            self.db.execute("DELETE FROM oplog WHERE created_at < ?", (cutoff,))
+        if self.oplog_retention.max_rows > 0:
+            self.db.execute(
+                "DELETE FROM oplog WHERE id <= (SELECT max(id) FROM oplog) - ?", (self.oplog_retention.max_rows,)
+            )
+
+    def oplog_oldest(self) -> str | None:
+        return self.db.execute("SELECT min(created_at) FROM oplog").fetchone()[0]
 
     def read_log(self, limit: int) -> list[OplogEntry]:
         rows = self.db.execute(

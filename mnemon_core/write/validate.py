@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ValidationError
 from ..models import Category, EntityMode
@@ -31,16 +32,42 @@ class RememberInput:
     source: str
 
 
-def split_list(value: str | Sequence[str] | None) -> list[str]:
-    """A comma list or a sequence → trimmed, non-empty items."""
+def validate_text(value: Any, field: str) -> str:
+    """Every text argument of the `Memory` API passes here: a str that encodes as UTF-8. Command-line bytes
+    that are not UTF-8 reach Python as lone surrogates (U+DC80-U+DCFF), which SQLite, Postgres and stdout
+    refuse; the error names the field and the first bad character instead."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string, got {type(value).__name__}", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        code = ord(value[e.start])
+        what = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"lone surrogate U+{code:04X}"
+        raise ValidationError(f"{field} is not valid UTF-8 text ({what} at character {e.start})",
+                              field=field) from None
+    return value
+
+
+def split_list(value: str | Sequence[str] | None, field: str) -> list[str]:
+    """A comma list or a sequence of strings → trimmed, non-empty items."""
     if value is None:
         return []
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [s.strip() for s in items if isinstance(s, str) and s.strip()]
+    if isinstance(value, str):
+        items = validate_text(value, field).split(",")
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for s in value:
+            if not isinstance(s, str):
+                raise ValidationError(f"{field} must be strings, got {type(s).__name__} {s!r:.50}", field=field)
+        items = [validate_text(s, field) for s in value]
+    else:
+        raise ValidationError(f"{field} must be a comma list or a list of strings, got {type(value).__name__}",
+                              field=field)
+    return [s.strip() for s in items if s.strip()]
 
 
 def validate_content(content: str) -> str:
-    if not isinstance(content, str) or not content.strip():
+    validate_text(content, "content")
+    if not content.strip():
         raise ValidationError("content must not be empty", field="content")
     n = len(content.encode("utf-8"))
     if n > MAX_CONTENT_BYTES:
@@ -66,7 +93,7 @@ def validate_importance(importance: int) -> int:
 
 
 def validate_tags(tags: str | Sequence[str] | None) -> list[str]:
-    items = split_list(tags)
+    items = split_list(tags, "tags")
     for t in items:
         n = len(t.encode("utf-8"))
         if n > MAX_TAG_BYTES:
@@ -77,7 +104,7 @@ def validate_tags(tags: str | Sequence[str] | None) -> list[str]:
 
 
 def validate_entities(entities: str | Sequence[str] | None) -> list[str]:
-    items = split_list(entities)
+    items = split_list(entities, "entities")
     for e in items:
         n = len(e.encode("utf-8"))
         if n > MAX_ENTITY_BYTES:
@@ -99,7 +126,7 @@ def validate_entity_mode(mode: str | EntityMode | None) -> EntityMode:
 
 
 def validate_source(source: str | None) -> str:
-    src = "user" if source is None else source
+    src = "user" if source is None else validate_text(source, "source")
     n = len(src.encode("utf-8"))
     if n > MAX_SOURCE_BYTES:
         raise ValidationError(f"source too long ({n} chars, max {MAX_SOURCE_BYTES})", field="source")
