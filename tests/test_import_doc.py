@@ -44,7 +44,7 @@ def test_every_field_is_documented(title: str, model: type) -> None:
 def test_the_limits_are_the_validators() -> None:
     text = section("An insight")
     for limit in (constants.MAX_CONTENT_BYTES, constants.MAX_TAGS, constants.MAX_TAG_BYTES, constants.MAX_ENTITIES,
-                  constants.MAX_ENTITY_BYTES, constants.MAX_SOURCE_BYTES):
+                  constants.MAX_ENTITY_BYTES, constants.MAX_SOURCE_BYTES, constants.MAX_SESSION_BYTES):
         assert f"at most {limit}" in text, limit
 
 

@@ -137,9 +137,8 @@ def validate_session(session: str | None) -> str | None:
     """A conversation's name (None or empty: no session)."""
     if session is None or session == "":
         return None
-    if not isinstance(session, str):
-        raise ValidationError(f"session must be a string, got {type(session).__name__}", field="session")
-    n = len(session.encode("utf-8", "surrogatepass"))
+    validate_text(session, "session")
+    n = len(session.encode("utf-8"))
     if n > MAX_SESSION_BYTES:
         raise ValidationError(f"session too long ({n} bytes, max {MAX_SESSION_BYTES})", field="session")
     return session
