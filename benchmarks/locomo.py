@@ -678,18 +678,28 @@ def ablate(
     log: Any = sys.stderr,
 ) -> dict[str, dict[str, Scores]]:
     """kind → variant name → scores, each conversation's stores built once."""
+    from mnemon_core.recall.config import recipe
+
     out: dict[str, dict[str, Scores]] = {k: {} for k in kinds}
     with mnemon_stores(convs, kinds, store_dir=store_dir, seed=seed, log=log) as stores:
         for kind in kinds:
             for v in variants:
-                rows = []
-                for conv in convs:
-                    ranker = stores[(conv.sample_id, kind)]
-                    for q in conv.questions:
-                        ranked = [ranker.dia[i] for i in recall_variant(ranker.memory, q.question, v)]
-                        rows.append((q.category, ranked, q.evidence))
-                out[kind][v.name] = score(rows)
+                out[kind][v.name] = scores_of(stores, convs, kind, v.change(recipe(v.recipe)), recency=v.recency)
     return out
+
+
+def scores_of(
+    stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversation], kind: str, config: Any, *,
+    recency: bool = True,
+) -> Scores:
+    """Recall@k of `config` over the questions of `convs`, on their `kind` stores."""
+    rows = []
+    for conv in convs:
+        ranker = stores[(conv.sample_id, kind)]
+        for q in conv.questions:
+            ranked = [ranker.dia[i] for i in recall_with(ranker.memory, q.question, config, recency=recency)]
+            rows.append((q.category, ranked, q.evidence))
+    return score(rows)
 
 
 def ablation_markdown(result: dict[str, dict[str, Scores]], command: str) -> str:
@@ -740,13 +750,7 @@ def _normalised(w: Sequence[float]) -> tuple[float, float, float, float]:
 
 
 def _r10(stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversation], kind: str, config: Any) -> float:
-    rows = []
-    for conv in convs:
-        ranker = stores[(conv.sample_id, kind)]
-        for q in conv.questions:
-            ranked = [ranker.dia[i] for i in recall_with(ranker.memory, q.question, config)]
-            rows.append((q.category, ranked, q.evidence))
-    return score(rows).at(10)
+    return scores_of(stores, convs, kind, config).at(10)
 
 
 def fit(

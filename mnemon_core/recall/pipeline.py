@@ -28,7 +28,7 @@ from .config import SPEC, RecallConfig
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
-from .rerank import Scored, rank, rerank, rerank_arrays, top_arrays, why_chains, why_order
+from .rerank import Scored, combine, rank, rerank, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search, beam_search_arrays
 
@@ -335,12 +335,8 @@ def _run_arrays(
         superseded=superseded,
         superseded_factor=config.superseded_factor,
     )
-    view.ensure_meta(nodes)
+    rows = _best_rows(view, nodes, score, limit)
     ids = view.ids
-    rows = top_arrays(
-        score, lambda r: view.importance[nodes[r]], lambda r: (view.created[int(nodes[r])], ids[int(nodes[r])]),
-        limit,
-    )
     labels = {a.id: a.via for a in sig.anchors}
     out = []
     for r in rows:
@@ -387,14 +383,9 @@ def _run_flow(
     nodes = flowed.nodes
     kw, ent, sim, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
-    score = w_kw * kw + w_ent * ent + w_sim * sim + w_gr * flowed.graph
-    score = np.where(superseded, score * config.superseded_factor, score)
-    view.ensure_meta(nodes)
+    score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, sim, flowed.graph, superseded, config.superseded_factor)
+    rows = _best_rows(view, nodes, score, limit)
     ids = view.ids
-    rows = top_arrays(
-        score, lambda r: view.importance[nodes[r]], lambda r: (view.created[int(nodes[r])], ids[int(nodes[r])]),
-        limit,
-    )
     labels = {a.id: a.via for a in sig.anchors}
     out = []
     for r in rows:
@@ -407,6 +398,16 @@ def _run_flow(
         out.append(Scored(id_, float(score[r]), via, float(kw[r]), float(ent[r]), float(sim[r]),
                           float(flowed.graph[r]), bool(superseded[r])))
     return out, int(nodes.shape[0])
+
+
+def _best_rows(view: GraphView, nodes: np.ndarray, score: np.ndarray, limit: int) -> list[int]:
+    """Rows of the `limit` best candidates: score, importance, newer, id."""
+    view.ensure_meta(nodes)
+    ids = view.ids
+    return top_arrays(
+        score, lambda r: view.importance[nodes[r]], lambda r: (view.created[int(nodes[r])], ids[int(nodes[r])]),
+        limit,
+    )
 
 
 class _Scoped:

@@ -26,7 +26,9 @@ import numpy as np
 
 from .constants import SUPERSEDED_FACTOR
 
-__all__ = ["Scored", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_chains", "why_order"]
+__all__ = [
+    "Scored", "combine", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_chains", "why_order",
+]
 
 
 class Scored(NamedTuple):
@@ -99,16 +101,24 @@ def rerank_arrays(
     superseded_factor: float = SUPERSEDED_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`rerank` over aligned arrays (one row per candidate): returns (final score, graph, similarity)."""
-    w_kw, w_ent, w_sim, w_gr = weights
     if raw.size == 0:
         return raw.copy(), raw.copy(), raw.copy()
     lo, hi = float(raw.min()), float(raw.max())
     span = hi - lo
     graph = (raw - lo) / span if span > 0 else np.zeros_like(raw)
     sim = np.maximum(0.0, similarity) if similarity is not None else np.zeros_like(raw)
-    score = w_kw * keyword + w_ent * entity + w_sim * sim + w_gr * graph
-    score = np.where(superseded, score * superseded_factor, score)
+    score = combine(weights, keyword, entity, sim, graph, superseded, superseded_factor)
     return score, graph, sim
+
+
+def combine(
+    weights: tuple[float, float, float, float], keyword: np.ndarray, entity: np.ndarray, similarity: np.ndarray,
+    graph: np.ndarray, superseded: np.ndarray, superseded_factor: float = SUPERSEDED_FACTOR,
+) -> np.ndarray:
+    """w_kw·keyword + w_ent·entity + w_sim·similarity + w_gr·graph, × the factor for superseded rows."""
+    w_kw, w_ent, w_sim, w_gr = weights
+    score = w_kw * keyword + w_ent * entity + w_sim * similarity + w_gr * graph
+    return np.where(superseded, score * superseded_factor, score)
 
 
 def top_arrays(
