@@ -246,3 +246,13 @@ def test_spec_recipe_reproduces_the_recall_before_the_hybrid_recipe(mem: Memory,
         for hit in got["results"]:  # access counts move with every recall; the ranking is what is compared
             hit["insight"].pop("access_count", None), hit["insight"].pop("last_accessed_at", None)
         assert got == expected[q], q
+
+
+def test_a_role_is_not_someone(mem: Memory) -> None:
+    """Every CLI memory's source is "user": a query saying "the user" must not match them all as an entity."""
+    mem.remember("The user prefers short answers")
+    mem.remember("SQLite runs in WAL mode")
+    r = mem.recall("what does the user prefer?", verbose=True, limit=2)
+    assert [h.insight.content for h in r.results][0] == "The user prefers short answers"
+    assert {h.signals.entity for h in r.results} == {0.0}
+    assert mem.recall("what does the user prefer?").results[1].confidence == "low"

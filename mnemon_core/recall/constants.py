@@ -64,6 +64,9 @@ FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
     }
     for i, w in EDGE_WEIGHTS.items()
 }
+# Sources that are roles, not someone: the defaults of remember, import and the faces. A query saying "the user"
+# names no one in particular, so these never count as the query's entities (`source_entity`).
+ROLE_SOURCES = frozenset({"user", "assistant", "agent", "system", "import", "chat-export"})
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
 HYBRID_ANCHOR_TOP_K = 100
 # Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold

@@ -25,6 +25,7 @@ from ..store import Filters, Store
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
+from .constants import ROLE_SOURCES
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
@@ -233,9 +234,10 @@ def _query_entities(store: Store, query: str) -> list[str]:
 
 
 def _query_sources(view: GraphView, query: str) -> list[str]:
-    """The query's words (lower-case) that are the source of an active insight: who said it."""
+    """The query's words (lower-case) that are the source of an active insight: who said it (a role such as
+    "user" names no one)."""
     words = {w.lower() for w in [*ASCII_WORD_RE.findall(query), *extract_entities(query)]}
-    names = sorted(w for w in words if w)
+    names = sorted(w for w in words if w and w not in ROLE_SOURCES)
     return [n for n, hit in zip(names, view.source_postings(names)) if hit.size]
 
 
