@@ -28,6 +28,7 @@ from . import lifecycle
 from .errors import NotFoundError, ValidationError
 from .memory import tokens_of
 from .models import Category, Edge, EdgeType, EntityMode, Insight, OmitEmpty
+from .progress import progress_bar
 from .store import NO_FILTERS, Filters, Store
 from .timeutil import normalise
 from .write.constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
@@ -55,7 +56,6 @@ __all__ = [
     "ImportResult",
     "import_draft",
     "load_draft",
-    "progress_bar",
 ]
 
 SCHEMA_VERSION = "1"
@@ -398,29 +398,6 @@ class ImportResult(BaseModel):
 
 def dry_run_message(draft: ImportDraft) -> str:
     return f"Dry run: {len(draft.insights)} insights, {len(draft.edges)} explicit edges — validation passed."
-
-
-# ---------------------------------------------------------------------------------------------------- progress
-
-
-@contextmanager
-def progress_bar(total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """`advance(n)` for a bar on stderr when stderr is a terminal and `rich` (extra `progress`) is
-    installed; otherwise a no-op, so pipes and logs stay clean."""
-    noop: Callable[[int], None] = lambda n: None
-    if total <= 0 or not sys.stderr.isatty():
-        yield noop
-        return
-    try:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-    except ImportError:
-        yield noop
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
 
 
 # ---------------------------------------------------------------------------------------------------- importer

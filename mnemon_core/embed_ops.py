@@ -13,9 +13,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from .config import DEFAULT_OLLAMA_MODEL
-from .draft import progress_bar
 from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
 from .errors import EmbedderError, NotFoundError
+from .progress import progress_bar
 from .redact import redact
 
 if TYPE_CHECKING:

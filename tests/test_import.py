@@ -19,7 +19,8 @@ import pytest
 
 from mnemon_core import Memory, NotFoundError, ReadOnlyError, ValidationError
 from mnemon_core import draft as draft_mod
-from mnemon_core.draft import ImportDraft, ImportResult, load_draft, progress_bar
+from mnemon_core.draft import ImportDraft, ImportResult, load_draft
+from mnemon_core.progress import progress_bar
 
 SPEC_DRAFT: dict[str, Any] = {
     "schema_version": "1",
