@@ -26,10 +26,10 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import lifecycle
 from .errors import NotFoundError, ValidationError
-from .memory import tokens_of
 from .models import Category, Edge, EdgeType, EntityMode, Insight, OmitEmpty
 from .progress import progress_bar
 from .store import NO_FILTERS, Filters, Store
+from .text import tokens_of
 from .timeutil import normalise
 from .write.constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from .write.pipeline import resolve, write_insight

@@ -47,7 +47,7 @@ from .models import (
     StatusResult,
 )
 from .store import Store, open_store
-from .text import coverage, document, token_set
+from .text import token_set, tokens_of
 from .timeutil import days_since, iso
 from .write import candidates, diff
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
@@ -69,11 +69,6 @@ def check_limit(limit: int, name: str = "--limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValidationError(f"{name} must be at least 1, got {limit}", field="limit")
     return limit
-
-
-def tokens_of(content: str, tags: Sequence[str], entities: Sequence[str]) -> frozenset[str]:
-    """The tokens an insight is found by: content, tags and entities."""
-    return token_set(document(content, tags, entities))
 
 
 class Memory:
