@@ -11,6 +11,7 @@ import time
 from .models import Insight
 from .store import Store
 from .timeutil import days_since, iso
+from .write.target import WriteTarget
 
 HALF_LIFE_DAYS = 30.0
 EDGE_BONUS = 0.1
@@ -41,7 +42,7 @@ def is_immune(ins: Insight) -> bool:
     return ins.importance >= IMMUNE_IMPORTANCE or ins.access_count >= IMMUNE_ACCESS
 
 
-def refresh_ei(store: Store, ids: list[str], now_ts: float | None = None) -> dict[str, float]:
+def refresh_ei(store: WriteTarget, ids: list[str], now_ts: float | None = None) -> dict[str, float]:
     """Recompute and store EI for these insights; returns the new values."""
     rows = store.get_insights(ids)
     counts = store.edge_counts(list(rows))
