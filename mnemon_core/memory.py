@@ -14,12 +14,13 @@ import uuid
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import lifecycle
 from .config import UNSET, Settings
+from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .models import (
@@ -53,6 +54,10 @@ from .write import candidates, diff
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
+
+if TYPE_CHECKING:
+    from .draft import DryRun, ImportDraft, ImportResult
+    from .embed_ops import EmbedResult
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 SEARCH_LIMIT = 10
@@ -197,6 +202,15 @@ class Memory:
         if self.settings.origin == "mcp":
             detail = f"origin=mcp {detail}".rstrip()
         self.store.log(operation, insight_id, detail, now)
+
+    def _context(self) -> Context:
+        """What a pipeline gets of this Memory: its settings, its store and embedder (opened on first use), and
+        the services that hold its state."""
+        return Context(
+            settings=self.settings, open_store=lambda: self.store, open_embedder=lambda: self.embedder,
+            clock=self._now, log=self._log, detail=self._detail, writable=self._writable, warn=self._warn,
+            embed_texts=self.embed_texts, cosines=self.cosines, fold_stale_index=self._fold_stale_index,
+        )
 
     # ------------------------------------------------------------------ remember
 
@@ -348,25 +362,34 @@ class Memory:
 
     # ------------------------------------------------------------------ import / embed
 
-    def import_draft(self, draft: Any, *, dry_run: bool = False, no_diff: bool = False) -> Any:
+    def import_draft(
+        self, draft: ImportDraft | dict[str, Any] | str | Path, *, dry_run: bool = False, no_diff: bool = False
+    ) -> ImportResult | DryRun:
         """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft. Returns an
-        `ImportResult`, or with `dry_run` the text `Dry run: N insights, M explicit edges — validation passed.`
-        The whole draft is validated before anything is written (`ValidationError` names index and field)."""
-        from .draft import import_draft
+        `ImportResult`, or with `dry_run` a `DryRun`: the text `Dry run: N insights, M explicit edges — validation
+        passed.` The whole draft is validated before anything is written (`ValidationError` names index and
+        field)."""
+        from .draft import DryRun, load_draft
+        from .write import importer
 
-        return import_draft(self, draft, dry_run=dry_run, no_diff=no_diff)
+        if not dry_run:
+            self._writable("import")
+        d = load_draft(draft)
+        if dry_run:
+            return DryRun.of(d)
+        return importer.import_draft(self._context(), d, no_diff=no_diff)
 
-    def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> Any:
+    def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
         checked in that order. Results are the models of `mnemon_core.embed_ops`."""
         from . import embed_ops
 
         if status:
-            return embed_ops.status(self)
+            return embed_ops.status(self._context())
         if id:
-            return embed_ops.embed_one(self, validate_text(id, "id"))
+            return embed_ops.embed_one(self._context(), validate_text(id, "id"))
         if all:
-            return embed_ops.backfill(self)
+            return embed_ops.backfill(self._context())
         raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
 
     # ------------------------------------------------------------------ link / forget / show
