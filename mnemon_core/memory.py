@@ -11,14 +11,13 @@ import math
 import sys
 import time
 import uuid
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import lifecycle
+from . import lifecycle, related
 from .config import UNSET, Settings
 from .context import Context
 from .embed import Embedder, get_embedder
@@ -33,7 +32,6 @@ from .models import (
     EntityCount,
     EntityMode,
     ForgetResult,
-    GcCandidate,
     GcKeepResult,
     GcResult,
     Insight,
@@ -49,8 +47,8 @@ from .models import (
 )
 from .store import Store, open_store
 from .text import token_set, tokens_of
-from .timeutil import days_since, iso
-from .write import candidates, diff
+from .timeutil import iso
+from .write import candidates, diff, similarity
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
@@ -66,7 +64,6 @@ LOG_LIMIT = 20
 RELATED_DEPTH = 2
 TOP_ENTITIES = 20
 LINK_WEIGHT = 0.5
-ANN_COSINE_TOP = 20  # neighbours the write path asks an ANN index for (it uses at most the best 5)
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 
 
@@ -157,24 +154,14 @@ class Memory:
             return None
 
     def cosines(self, vector: np.ndarray | None, *, floor: float = SEMANTIC_REVIEW) -> dict[str, float]:
-        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor. A store
-        large enough to keep an ANN index answers with its `ANN_COSINE_TOP` nearest instead (every write-path
-        consumer takes at most the best 5), so remember and import stay sub-linear at a million insights."""
+        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor (from the
+        store's ANN index when it keeps one: `write/similarity.py`)."""
         emb = self.embedder
         if vector is None or emb is None:
             return {}
         finder = getattr(self.store, "ann_index", None)
         index = finder(emb.name, int(vector.shape[0])) if finder is not None else None
-        if index is not None:
-            keys, raw = index.search(vector.astype(np.float32), ANN_COSINE_TOP)
-            cal = emb.calibration(np.asarray(raw, dtype=np.float32))
-            return {i: float(c) for i, c in zip(index.ids(keys), cal) if i is not None and c >= floor}
-        ids, mat = self.store.vector_matrix(emb.name, int(vector.shape[0]))
-        if not ids:
-            return {}
-        cal = emb.calibration(mat @ vector.astype(np.float32))
-        keep = np.flatnonzero(cal >= floor)
-        return {ids[i]: float(cal[i]) for i in keep}
+        return similarity.cosines(self.store, emb.name, emb.calibration, vector, index, floor=floor)
 
     def _fold_stale_index(self, dim: int) -> None:
         """Before a write (outside its transaction, so the file never holds rows that may roll back): fold the
@@ -512,29 +499,7 @@ class Memory:
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"insight {id} not found", id=id)
-        seen = {id}
-        found: list[tuple[str, int, EdgeType]] = []
-        frontier = deque([(id, 0)])
-        while frontier:
-            node, d = frontier.popleft()
-            if d >= depth:
-                continue
-            for e in sorted(store.edges_of([node]), key=lambda e: (e.edge_type, e.source_id, e.target_id)):
-                if etype is not None and e.edge_type != etype:
-                    continue
-                other = e.target_id if e.source_id == node else e.source_id
-                if other in seen:
-                    continue
-                seen.add(other)
-                found.append((other, d + 1, e.edge_type))
-                frontier.append((other, d + 1))
-        rows = store.get_insights([f[0] for f in found])
-        return [
-            RelatedHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
-                       depth=d, via_edge_type=t)
-            for i, d, t in found
-            if i in rows
-        ]
+        return related.walk(store, id, edge_type=etype, depth=depth)
 
     # ------------------------------------------------------------------ status / log / gc
 
@@ -564,26 +529,13 @@ class Memory:
         check_limit(limit)
         store = self.store
         now, ts = self._now()
-        rows = list(store.iter_active())
-        counts = store.edge_counts([r.id for r in rows])
-        ei = {r.id: lifecycle.effective_importance(r, counts[r.id], ts) for r in rows}
-        cands = sorted(
-            (r for r in rows if ei[r.id] < threshold and not lifecycle.is_immune(r)),
-            key=lambda r: (ei[r.id], r.created_at, r.id),
-        )
-        found = len(cands)
+        scan = lifecycle.gc_scan(store, threshold=threshold, limit=limit, now_ts=ts)
         if not self.settings.readonly:
             with store.transaction():
-                store.set_effective_importance(ei)
-                self._log("gc", None, f"threshold={threshold:.2f} found={found} total={len(rows)}", now)
-        out = [
-            GcCandidate(insight=r, effective_importance=round(ei[r.id], 4),
-                        days_since_access=round(days_since(lifecycle.last_access(r), ts), 2),
-                        edge_count=counts[r.id], immune=False)
-            for r in cands[:limit]
-        ]
-        return GcResult(candidates=out or None, candidates_found=found, max_insights=self.settings.max_insights,
-                        threshold=threshold, total_insights=len(rows))
+                store.set_effective_importance(scan.ei)
+                self._log("gc", None, f"threshold={threshold:.2f} found={scan.found} total={scan.total}", now)
+        return GcResult(candidates=scan.candidates or None, candidates_found=scan.found,
+                        max_insights=self.settings.max_insights, threshold=threshold, total_insights=scan.total)
 
     def gc_keep(self, id: str) -> GcKeepResult:
         """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""
