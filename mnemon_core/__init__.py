@@ -34,6 +34,7 @@ _EXPORTS = {
     "StatusResult": "models",
     "DraftEdge": "draft",
     "DraftInsight": "draft",
+    "DryRun": "draft",
     "ImportDraft": "draft",
     "ImportItem": "draft",
     "ImportResult": "draft",
@@ -59,7 +60,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .draft import DraftEdge, DraftInsight, ImportDraft, ImportItem, ImportResult
+    from .draft import DraftEdge, DraftInsight, DryRun, ImportDraft, ImportItem, ImportResult
     from .embed_ops import EmbedStatus
     from .recall.results import (
         BriefHit,

@@ -7,22 +7,18 @@ backfill creates semantic edges (the original's docs claimed it; its code never 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 from pydantic import BaseModel, Field
 
 from .config import DEFAULT_OLLAMA_MODEL
-from .draft import progress_bar
+from .context import Context
 from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
 from .errors import EmbedderError, NotFoundError
+from .progress import progress_bar
 from .redact import redact
 
-if TYPE_CHECKING:
-    from .memory import Memory
-
-__all__ = ["EmbedBackfillResult", "EmbedCompleteResult", "EmbedOneResult", "EmbedStatus", "backfill",
-           "embed_one", "status"]
+__all__ = ["EmbedBackfillResult", "EmbedCompleteResult", "EmbedOneResult", "EmbedResult", "EmbedStatus",
+           "backfill", "embed_one", "status"]
 
 # Texts per embedder call and per committed transaction: a killed backfill keeps every finished batch.
 EMBED_BATCH = 256
@@ -69,10 +65,13 @@ class EmbedCompleteResult(BaseModel):
     status: str = "complete"
 
 
-def _protocol(mem: Memory, emb: Embedder | None) -> str:
-    kind = mem.settings.embedder
+EmbedResult = EmbedStatus | EmbedOneResult | EmbedBackfillResult | EmbedCompleteResult  # what `Memory.embed` returns
+
+
+def _protocol(ctx: Context, emb: Embedder | None) -> str:
+    kind = ctx.settings.embedder
     if kind in ("ollama", "openai"):
-        return resolve_protocol(mem.settings)
+        return resolve_protocol(ctx.settings)
     if kind == "none" and emb is not None:
         return "custom"  # an Embedder instance handed to Memory(embedder=...)
     return kind
@@ -88,9 +87,9 @@ def _current_count(counts: dict[str, int], model: str, dim: int | None) -> int:
     return total
 
 
-def status(mem: Memory) -> EmbedStatus:
-    emb = mem.embedder
-    store = mem.store
+def status(ctx: Context) -> EmbedStatus:
+    emb = ctx.embedder
+    store = ctx.store
     total = store.count_active()
     counts = store.vector_counts()
     model = emb.name if emb is not None else "none"
@@ -98,22 +97,22 @@ def status(mem: Memory) -> EmbedStatus:
     available = bool(emb is not None and emb.available())
     return EmbedStatus(
         coverage=f"{embedded / max(total, 1) * 100:.0f}%", embedded=embedded, embedding_available=available,
-        model=model, ollama_available=available, protocol=_protocol(mem, emb), total_insights=total,
+        model=model, ollama_available=available, protocol=_protocol(ctx, emb), total_insights=total,
         vectors_by_model=dict(sorted(counts.items())),
     )
 
 
-def _require(mem: Memory) -> Embedder:
+def _require(ctx: Context) -> Embedder:
     """The embedder, answering its health check, or an error that says what to do."""
-    emb = mem.embedder
+    emb = ctx.embedder
     if emb is None:
         raise EmbedderError("no embedder configured (MNEMON_EMBEDDER=none); set MNEMON_EMBEDDER to local, "
                             "ollama or openai to embed")
     if not emb.available():
-        protocol = _protocol(mem, emb)
-        endpoint = redact(mem.settings.embed_endpoint)
+        protocol = _protocol(ctx, emb)
+        endpoint = redact(ctx.settings.embed_endpoint)
         if protocol == "ollama":
-            model = mem.settings.embed_model or DEFAULT_OLLAMA_MODEL
+            model = ctx.settings.embed_model or DEFAULT_OLLAMA_MODEL
             raise EmbedderError(
                 f"Ollama not available at {endpoint} — install with: brew install ollama && ollama pull {model}"
             )
@@ -123,30 +122,30 @@ def _require(mem: Memory) -> Embedder:
     return emb
 
 
-def embed_one(mem: Memory, id: str) -> EmbedOneResult:
-    mem._writable("embed")
-    emb = _require(mem)
-    store = mem.store
+def embed_one(ctx: Context, id: str) -> EmbedOneResult:
+    ctx.writable("embed")
+    emb = _require(ctx)
+    store = ctx.store
     ins = store.get_insight(id)
     if ins is None:
         raise NotFoundError(f"insight {id} not found", id=id)
     vec = emb.embed(ins.content)
-    now, _ = mem._now()
+    now, _ = ctx.clock()
     with store.transaction():
         store.set_vector(id, vec, emb.name)
-        store.log("embed", id, f"dim={vec.shape[0]} model={emb.name}", now)
+        ctx.log("embed", id, f"dim={vec.shape[0]} model={emb.name}", now)
     return EmbedOneResult(dimension=int(vec.shape[0]), id=id, model=emb.name)
 
 
-def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
+def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
     """Embed every active insight without a vector of the current model, importance first, newest first.
     Unlike the original (at most 100 per run) this goes through all of them, in batches of EMBED_BATCH, each
     committed on its own. A text the provider refuses counts as failed. The backfill gives up on the provider
     when it keeps timing out, has embedded nothing after a few tries, or fails a whole batch text by text; the
     rest count as failed. Raises EmbedderError (and writes nothing) when no text at all was embedded."""
-    mem._writable("embed --all")
-    emb = _require(mem)
-    store = mem.store
+    ctx.writable("embed --all")
+    emb = _require(ctx)
+    store = ctx.store
     model = emb.name
     missing = store.count_active() - _current_count(store.vector_counts(), model, None)
     if missing <= 0 or not store.unembedded(model, 1):
@@ -212,10 +211,10 @@ def backfill(mem: Memory) -> EmbedBackfillResult | EmbedCompleteResult:
     if not succeeded:
         raise EmbedderError(f"embed --all: nothing embedded ({n_failed} failed): {gave_up or last_error}")
     if gave_up:
-        mem._warn(f"embed --all {gave_up}; {n_failed} insights not embedded, run it again later")
-    now, _ = mem._now()
+        ctx.warn(f"embed --all {gave_up}; {n_failed} insights not embedded, run it again later")
+    now, _ = ctx.clock()
     with store.transaction():
-        store.log("embed:backfill", None, f"succeeded={succeeded} failed={n_failed} model={model}", now)
+        ctx.log("embed:backfill", None, f"succeeded={succeeded} failed={n_failed} model={model}", now)
     if emb.dimensions:
         store.maintain_vector_index(model, emb.dimensions)  # large stores: fold the new vectors into the ANN file
     return EmbedBackfillResult(failed=n_failed, model=model, succeeded=succeeded)

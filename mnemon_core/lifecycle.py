@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
-from .models import Insight
+from .models import GcCandidate, Insight
 from .store import Store
 from .timeutil import days_since, iso
+from .write.target import WriteTarget
 
 HALF_LIFE_DAYS = 30.0
 EDGE_BONUS = 0.1
@@ -41,13 +43,40 @@ def is_immune(ins: Insight) -> bool:
     return ins.importance >= IMMUNE_IMPORTANCE or ins.access_count >= IMMUNE_ACCESS
 
 
-def refresh_ei(store: Store, ids: list[str], now_ts: float | None = None) -> dict[str, float]:
+def refresh_ei(store: WriteTarget, ids: list[str], now_ts: float | None = None) -> dict[str, float]:
     """Recompute and store EI for these insights; returns the new values."""
     rows = store.get_insights(ids)
     counts = store.edge_counts(list(rows))
     values = {i: effective_importance(ins, counts.get(i, 0), now_ts) for i, ins in rows.items()}
     store.set_effective_importance(values)
     return values
+
+
+@dataclass(frozen=True)
+class GcScan:
+    ei: dict[str, float]  # the fresh EI of every active insight, for the caller to store
+    candidates: list[GcCandidate]  # the first `limit` of those found, lowest EI first
+    found: int  # non-immune insights with EI below the threshold
+    total: int  # active insights
+
+
+def gc_scan(store: Store, *, threshold: float, limit: int, now_ts: float) -> GcScan:
+    """What gc suggests forgetting: non-immune insights with EI below `threshold`, lowest first (ties: older,
+    then id). Reads only; the caller stores `ei` unless it is read-only."""
+    rows = list(store.iter_active())
+    counts = store.edge_counts([r.id for r in rows])
+    ei = {r.id: effective_importance(r, counts[r.id], now_ts) for r in rows}
+    cands = sorted(
+        (r for r in rows if ei[r.id] < threshold and not is_immune(r)),
+        key=lambda r: (ei[r.id], r.created_at, r.id),
+    )
+    out = [
+        GcCandidate(insight=r, effective_importance=round(ei[r.id], 4),
+                    days_since_access=round(days_since(last_access(r), now_ts), 2),
+                    edge_count=counts[r.id], immune=False)
+        for r in cands[:limit]
+    ]
+    return GcScan(ei=ei, candidates=out, found=len(cands), total=len(rows))
 
 
 def auto_prune(

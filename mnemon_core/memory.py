@@ -11,15 +11,15 @@ import math
 import sys
 import time
 import uuid
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import lifecycle
+from . import lifecycle, related
 from .config import UNSET, Settings
+from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .models import (
@@ -32,7 +32,6 @@ from .models import (
     EntityCount,
     EntityMode,
     ForgetResult,
-    GcCandidate,
     GcKeepResult,
     GcResult,
     Insight,
@@ -47,12 +46,16 @@ from .models import (
     StatusResult,
 )
 from .store import Store, open_store
-from .text import coverage, document, token_set
-from .timeutil import days_since, iso
-from .write import candidates, diff
+from .text import token_set, tokens_of
+from .timeutil import iso
+from .write import candidates, diff, similarity
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
+
+if TYPE_CHECKING:
+    from .draft import DryRun, ImportDraft, ImportResult
+    from .embed_ops import EmbedResult
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 SEARCH_LIMIT = 10
@@ -61,7 +64,6 @@ LOG_LIMIT = 20
 RELATED_DEPTH = 2
 TOP_ENTITIES = 20
 LINK_WEIGHT = 0.5
-ANN_COSINE_TOP = 20  # neighbours the write path asks an ANN index for (it uses at most the best 5)
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 
 
@@ -69,11 +71,6 @@ def check_limit(limit: int, name: str = "--limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValidationError(f"{name} must be at least 1, got {limit}", field="limit")
     return limit
-
-
-def tokens_of(content: str, tags: Sequence[str], entities: Sequence[str]) -> frozenset[str]:
-    """The tokens an insight is found by: content, tags and entities."""
-    return token_set(document(content, tags, entities))
 
 
 class Memory:
@@ -157,24 +154,14 @@ class Memory:
             return None
 
     def cosines(self, vector: np.ndarray | None, *, floor: float = SEMANTIC_REVIEW) -> dict[str, float]:
-        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor. A store
-        large enough to keep an ANN index answers with its `ANN_COSINE_TOP` nearest instead (every write-path
-        consumer takes at most the best 5), so remember and import stay sub-linear at a million insights."""
+        """Calibrated cosine of `vector` with every embedded active insight of the same model, ≥ floor (from the
+        store's ANN index when it keeps one: `write/similarity.py`)."""
         emb = self.embedder
         if vector is None or emb is None:
             return {}
         finder = getattr(self.store, "ann_index", None)
         index = finder(emb.name, int(vector.shape[0])) if finder is not None else None
-        if index is not None:
-            keys, raw = index.search(vector.astype(np.float32), ANN_COSINE_TOP)
-            cal = emb.calibration(np.asarray(raw, dtype=np.float32))
-            return {i: float(c) for i, c in zip(index.ids(keys), cal) if i is not None and c >= floor}
-        ids, mat = self.store.vector_matrix(emb.name, int(vector.shape[0]))
-        if not ids:
-            return {}
-        cal = emb.calibration(mat @ vector.astype(np.float32))
-        keep = np.flatnonzero(cal >= floor)
-        return {ids[i]: float(cal[i]) for i in keep}
+        return similarity.cosines(self.store, emb.name, emb.calibration, vector, index, floor=floor)
 
     def _fold_stale_index(self, dim: int) -> None:
         """Before a write (outside its transaction, so the file never holds rows that may roll back): fold the
@@ -202,6 +189,15 @@ class Memory:
         if self.settings.origin == "mcp":
             detail = f"origin=mcp {detail}".rstrip()
         self.store.log(operation, insight_id, detail, now)
+
+    def _context(self) -> Context:
+        """What a pipeline gets of this Memory: its settings, its store and embedder (opened on first use), and
+        the services that hold its state."""
+        return Context(
+            settings=self.settings, open_store=lambda: self.store, open_embedder=lambda: self.embedder,
+            clock=self._now, log=self._log, detail=self._detail, writable=self._writable, warn=self._warn,
+            embed_texts=self.embed_texts, cosines=self.cosines, fold_stale_index=self._fold_stale_index,
+        )
 
     # ------------------------------------------------------------------ remember
 
@@ -353,25 +349,34 @@ class Memory:
 
     # ------------------------------------------------------------------ import / embed
 
-    def import_draft(self, draft: Any, *, dry_run: bool = False, no_diff: bool = False) -> Any:
+    def import_draft(
+        self, draft: ImportDraft | dict[str, Any] | str | Path, *, dry_run: bool = False, no_diff: bool = False
+    ) -> ImportResult | DryRun:
         """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft. Returns an
-        `ImportResult`, or with `dry_run` the text `Dry run: N insights, M explicit edges — validation passed.`
-        The whole draft is validated before anything is written (`ValidationError` names index and field)."""
-        from .draft import import_draft
+        `ImportResult`, or with `dry_run` a `DryRun`: the text `Dry run: N insights, M explicit edges — validation
+        passed.` The whole draft is validated before anything is written (`ValidationError` names index and
+        field)."""
+        from .draft import DryRun, load_draft
+        from .write import importer
 
-        return import_draft(self, draft, dry_run=dry_run, no_diff=no_diff)
+        if not dry_run:
+            self._writable("import")
+        d = load_draft(draft)
+        if dry_run:
+            return DryRun.of(d)
+        return importer.import_draft(self._context(), d, no_diff=no_diff)
 
-    def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> Any:
+    def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
         checked in that order. Results are the models of `mnemon_core.embed_ops`."""
         from . import embed_ops
 
         if status:
-            return embed_ops.status(self)
+            return embed_ops.status(self._context())
         if id:
-            return embed_ops.embed_one(self, validate_text(id, "id"))
+            return embed_ops.embed_one(self._context(), validate_text(id, "id"))
         if all:
-            return embed_ops.backfill(self)
+            return embed_ops.backfill(self._context())
         raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
 
     # ------------------------------------------------------------------ link / forget / show
@@ -494,29 +499,7 @@ class Memory:
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"insight {id} not found", id=id)
-        seen = {id}
-        found: list[tuple[str, int, EdgeType]] = []
-        frontier = deque([(id, 0)])
-        while frontier:
-            node, d = frontier.popleft()
-            if d >= depth:
-                continue
-            for e in sorted(store.edges_of([node]), key=lambda e: (e.edge_type, e.source_id, e.target_id)):
-                if etype is not None and e.edge_type != etype:
-                    continue
-                other = e.target_id if e.source_id == node else e.source_id
-                if other in seen:
-                    continue
-                seen.add(other)
-                found.append((other, d + 1, e.edge_type))
-                frontier.append((other, d + 1))
-        rows = store.get_insights([f[0] for f in found])
-        return [
-            RelatedHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
-                       depth=d, via_edge_type=t)
-            for i, d, t in found
-            if i in rows
-        ]
+        return related.walk(store, id, edge_type=etype, depth=depth)
 
     # ------------------------------------------------------------------ status / log / gc
 
@@ -546,26 +529,13 @@ class Memory:
         check_limit(limit)
         store = self.store
         now, ts = self._now()
-        rows = list(store.iter_active())
-        counts = store.edge_counts([r.id for r in rows])
-        ei = {r.id: lifecycle.effective_importance(r, counts[r.id], ts) for r in rows}
-        cands = sorted(
-            (r for r in rows if ei[r.id] < threshold and not lifecycle.is_immune(r)),
-            key=lambda r: (ei[r.id], r.created_at, r.id),
-        )
-        found = len(cands)
+        scan = lifecycle.gc_scan(store, threshold=threshold, limit=limit, now_ts=ts)
         if not self.settings.readonly:
             with store.transaction():
-                store.set_effective_importance(ei)
-                self._log("gc", None, f"threshold={threshold:.2f} found={found} total={len(rows)}", now)
-        out = [
-            GcCandidate(insight=r, effective_importance=round(ei[r.id], 4),
-                        days_since_access=round(days_since(lifecycle.last_access(r), ts), 2),
-                        edge_count=counts[r.id], immune=False)
-            for r in cands[:limit]
-        ]
-        return GcResult(candidates=out or None, candidates_found=found, max_insights=self.settings.max_insights,
-                        threshold=threshold, total_insights=len(rows))
+                store.set_effective_importance(scan.ei)
+                self._log("gc", None, f"threshold={threshold:.2f} found={scan.found} total={scan.total}", now)
+        return GcResult(candidates=scan.candidates or None, candidates_found=scan.found,
+                        max_insights=self.settings.max_insights, threshold=threshold, total_insights=scan.total)
 
     def gc_keep(self, id: str) -> GcKeepResult:
         """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""

@@ -85,6 +85,11 @@ def document(content: str, tags: Iterable[str], entities: Iterable[str]) -> str:
     return " ".join([content, *tags, *entities])
 
 
+def tokens_of(content: str, tags: Iterable[str], entities: Iterable[str]) -> frozenset[str]:
+    """The tokens an insight is found by: content, tags and entities."""
+    return token_set(document(content, tags, entities))
+
+
 _stemmer: Any = None
 
 

@@ -3,6 +3,7 @@ CLI paths: no embedder, an unreachable Ollama, and the real local model once."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import socket
 from collections.abc import Sequence
@@ -88,6 +89,18 @@ def test_embed_one(mem: Memory) -> None:
     assert m.store.get_vector(id_, "fake/hash") is not None
     assert (m.log()[0].operation, m.log()[0].insight_id, m.log()[0].detail) == ("embed", id_,
                                                                                "dim=8 model=fake/hash")
+
+
+def test_embed_rows_written_through_mcp_say_so(mem: Memory) -> None:
+    """The embed pipeline writes its oplog rows through the one writer, which tags MCP's as remember's are."""
+    ids = fill(mem, ["embed me", "and me"])
+    m = Memory(settings=dataclasses.replace(mem.settings, origin="mcp"), embedder=HashEmbedder())
+    m.embed(ids[0])
+    m.embed(all=True)
+    assert [(e.operation, e.detail) for e in m.log(limit=2)] == [
+        ("embed:backfill", "origin=mcp succeeded=1 failed=0 model=fake/hash"),
+        ("embed", "origin=mcp dim=8 model=fake/hash"),
+    ]
 
 
 def test_embed_one_unknown_or_deleted(mem: Memory) -> None:

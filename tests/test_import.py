@@ -5,9 +5,12 @@ temporal backbone rebuild, EI, auto-prune, partial success, and the progress bar
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
 import io
 import itertools
 import json
+import pickle
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -18,8 +21,9 @@ from typing import Any
 import pytest
 
 from mnemon_core import Memory, NotFoundError, ReadOnlyError, ValidationError
-from mnemon_core import draft as draft_mod
-from mnemon_core.draft import ImportDraft, ImportResult, load_draft, progress_bar
+from mnemon_core.draft import DryRun, ImportDraft, ImportResult, load_draft
+from mnemon_core.progress import progress_bar
+from mnemon_core.write import importer
 
 SPEC_DRAFT: dict[str, Any] = {
     "schema_version": "1",
@@ -140,6 +144,15 @@ def test_dry_run_works_readonly_but_import_does_not(tmp_path: Path, data_dir: Pa
     with pytest.raises(ReadOnlyError, match="^import is unavailable with --readonly: database writes are disabled$"):
         ro.import_draft(SPEC_DRAFT)
     ro.close()
+
+
+def test_dry_run_answer_is_the_line_with_its_counts(data_dir: Path) -> None:
+    d = Memory().import_draft(SPEC_DRAFT, dry_run=True)
+    assert isinstance(d, DryRun) and (d.insights, d.edges) == (2, 1)
+    assert d == "Dry run: 2 insights, 1 explicit edges — validation passed."
+    for again in (copy.copy(d), pickle.loads(pickle.dumps(d))):
+        assert (again, again.insights, again.edges) == (d, 2, 1)
+    assert not (data_dir / "data" / "default" / "mnemon.db").exists()  # no store opened
 
 
 def test_store_flag(cli, tmp_path: Path, data_dir: Path) -> None:
@@ -552,12 +565,29 @@ def test_prune_grace_protects_imported_items(mem: Memory) -> None:
     assert (r.auto_pruned, r.auto_pruned_ids) == (0, [])
 
 
+def test_rows_written_through_mcp_say_so_as_a_remembers_do(mem: Memory) -> None:
+    """An import through MCP tags its oplog rows `origin=mcp` and keeps only a fingerprint of the content, exactly
+    as a remember through MCP does (issue 15: the importer used to write them untagged)."""
+    m = Memory(settings=dataclasses.replace(mem.settings, origin="mcp"))
+    kept = m.remember("already remembered").id
+    r = m.import_draft(draft_of("imported through mcp", "already remembered"))
+    new = r.results[0].id
+
+    def tagged(content: str) -> str:
+        return f"origin=mcp bytes={len(content.encode())} sha256={hashlib.sha256(content.encode()).hexdigest()[:16]}"
+
+    rows = [(e.operation, e.insight_id, e.detail) for e in m.log(limit=3)][::-1]
+    assert rows == [("remember", kept, tagged("already remembered")),
+                    ("import", new, tagged("imported through mcp")),
+                    ("import-skip", kept, f"origin=mcp duplicate of {kept}")]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # batches, partial success
 
 
 def test_batches_commit_separately(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(draft_mod, "IMPORT_BATCH", 3)
+    monkeypatch.setattr(importer, "IMPORT_BATCH", 3)
     commits = []
     depth = [0]
     real = mem.store.transaction
@@ -682,7 +712,7 @@ def test_batch_view_gives_the_stores_answers(data_dir: Path, monkeypatch: pytest
     draft = {"schema_version": "1", "insights": insights}
 
     def graph(batch: int, store: str) -> set[tuple]:
-        monkeypatch.setattr(draft_mod, "IMPORT_BATCH", batch)
+        monkeypatch.setattr(importer, "IMPORT_BATCH", batch)
         m = Memory(store=store)
         m.remember("Athena runs the nightly Redis cache warmup", entities=["Athena", "Redis"], source="a")
         r = m.import_draft(draft)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemon_core.draft import IMPORT_BATCH
+from mnemon_core.write.importer import IMPORT_BATCH
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 6 * IMPORT_BATCH

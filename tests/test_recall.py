@@ -13,10 +13,10 @@ import pytest
 from mnemon_core import Memory
 from mnemon_core.embed.base import BaseEmbedder, Calibration
 from mnemon_core.errors import ValidationError
-from mnemon_core.memory import tokens_of
 from mnemon_core.models import Edge, Insight, Intent
 from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
 from mnemon_core.recall.results import BriefRecallResult, RecallResult, VerboseRecallResult
+from mnemon_core.text import tokens_of
 from mnemon_core.timeutil import iso
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

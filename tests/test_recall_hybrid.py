@@ -12,9 +12,9 @@ import pytest
 from conftest import run_cli
 from mnemon_core import Memory
 from mnemon_core.errors import ValidationError
-from mnemon_core.memory import tokens_of
 from mnemon_core.models import Edge, Insight
 from mnemon_core.recall.config import HYBRID, SPEC, recipe
+from mnemon_core.text import tokens_of
 from mnemon_core.timeutil import iso
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z

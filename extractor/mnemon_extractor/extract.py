@@ -28,9 +28,9 @@ from mnemon_core.draft import (
     DraftEdge,
     ImportDraft,
     load_draft,
-    progress_bar,
 )
 from mnemon_core.errors import ValidationError
+from mnemon_core.progress import progress_bar
 from mnemon_core.text import jaccard, token_set
 from mnemon_core.timeutil import parse as parse_time
 from mnemon_core.write.constants import MAX_ENTITIES, MAX_TAGS, NEGATION_PHRASES

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from ..models import Edge, EdgeType, Insight
-from ..store import Store
 from ..text import overlap_max_len, token_set
 from .constants import CAUSAL_LOOKBACK, CAUSAL_MIN_OVERLAP
+from .target import WriteTarget
 
 CAUSAL_KEYWORDS_EN = (
     "because", "therefore", "due to", "caused by", "as a result", "decided to", "chosen because", "so that",
@@ -49,7 +49,7 @@ def suggest_sub_type(text: str) -> str:
     return "causes"
 
 
-def create_causal_edges(store: Store, new: Insight, tokens: frozenset[str], now: str) -> int:
+def create_causal_edges(store: WriteTarget, new: Insight, tokens: frozenset[str], now: str) -> int:
     created = 0
     new_kw = has_causal_keyword(new.content)
     recent = store.latest(source=new.source, exclude=new.id, limit=CAUSAL_LOOKBACK)

@@ -41,3 +41,4 @@ SEMANTIC_AUTO_MAX = 3
 SEMANTIC_REVIEW = 0.40
 SEMANTIC_REVIEW_MAX = 5
 SEMANTIC_TOKEN_FALLBACK = 0.10
+ANN_COSINE_TOP = 20  # neighbours the write path asks a store's ANN index for (it uses at most the best 5)

@@ -4,11 +4,11 @@ its entities, both ways, weight 1.0 — at most 5 per entity and 50 edges in all
 from __future__ import annotations
 
 from ..models import Edge, EdgeType, Insight
-from ..store import Store
 from .constants import ENTITY_LINKS_PER_ENTITY, ENTITY_MAX_EDGES
+from .target import WriteTarget
 
 
-def create_entity_edges(store: Store, new: Insight, now: str) -> int:
+def create_entity_edges(store: WriteTarget, new: Insight, now: str) -> int:
     created = 0
     for entity in new.entities:
         for other in store.with_entity(entity, exclude=new.id, limit=ENTITY_LINKS_PER_ENTITY):

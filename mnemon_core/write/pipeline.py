@@ -10,16 +10,16 @@ import numpy as np
 from ..entities import resolve_entities
 from ..lifecycle import refresh_ei
 from ..models import EdgesCreated, EntityMode, Insight
-from ..store import Store
 from .causal import create_causal_edges
 from .entity_edges import create_entity_edges
 from .semantic import create_semantic_edges
+from .target import WriteTarget
 from .temporal import create_temporal_edges
 
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
-def resolve(store: Store, content: str, provided: list[str], mode: EntityMode) -> list[str]:
+def resolve(store: WriteTarget, content: str, provided: list[str], mode: EntityMode) -> list[str]:
     """Entities of a new insight. The known-entity path asks the store only about this text's words."""
     known: set[str] = set()
     if mode != EntityMode.provided:
@@ -28,7 +28,7 @@ def resolve(store: Store, content: str, provided: list[str], mode: EntityMode) -
 
 
 def write_insight(
-    store: Store,
+    store: WriteTarget,
     ins: Insight,
     tokens: frozenset[str],
     vector: np.ndarray | None,

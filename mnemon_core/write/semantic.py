@@ -4,8 +4,8 @@ ways (weight = cosine), best 3. Without vectors nothing is auto-linked; candidat
 from __future__ import annotations
 
 from ..models import Edge, EdgeType, Insight
-from ..store import Store
 from .constants import SEMANTIC_AUTO_LINK, SEMANTIC_AUTO_MAX
+from .target import WriteTarget
 
 
 def ranked(cosines: dict[str, float], exclude: str | None = None) -> list[tuple[str, float]]:
@@ -13,7 +13,7 @@ def ranked(cosines: dict[str, float], exclude: str | None = None) -> list[tuple[
     return sorted(((i, c) for i, c in cosines.items() if i != exclude), key=lambda kv: (-kv[1], kv[0]))
 
 
-def create_semantic_edges(store: Store, new: Insight, cosines: dict[str, float], now: str) -> int:
+def create_semantic_edges(store: WriteTarget, new: Insight, cosines: dict[str, float], now: str) -> int:
     created = 0
     best = [(i, c) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_AUTO_LINK][:SEMANTIC_AUTO_MAX]
     for other, cos in best:

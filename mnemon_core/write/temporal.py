@@ -1,5 +1,6 @@
 """Temporal graph builder (spec 004 §4.1, reference §3.6): a backbone to the previous insight of the same
-source, and proximity edges to recent insights of any source within 24 hours.
+source, and proximity edges to recent insights of any source within 24 hours. An import writes no temporal edges
+per insight; it links its conversation steps and repairs the backbone through what it added, once, at the end.
 
 Beside the spec's two, a third sub-type: `conversation`, between consecutive memories of one conversation (the
 previous `remember` of the same session; consecutive items of an import draft). The backbone runs per source,
@@ -8,12 +9,14 @@ so in a dialogue a question and its answer (two speakers) are otherwise only "wi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from ..models import Edge, EdgeType, Insight
-from ..store import Store
+from ..store import Filters, Store
 from ..timeutil import hours_between, iso, parse
 from .constants import TEMPORAL_MAX_PROXIMITY, TEMPORAL_WINDOW_HOURS
+from .target import WriteTarget
 
 
 def sequence_edges(prev_id: str, new_id: str, now: str, sub_type: str = "backbone") -> list[Edge]:
@@ -26,7 +29,7 @@ def sequence_edges(prev_id: str, new_id: str, now: str, sub_type: str = "backbon
     ]
 
 
-def create_temporal_edges(store: Store, new: Insight, now: str, session: str | None = None) -> int:
+def create_temporal_edges(store: WriteTarget, new: Insight, now: str, session: str | None = None) -> int:
     """The backbone and proximity edges of `new`, and with a `session` the conversation step from the
     session's previous memory (unless that is the backbone neighbour already)."""
     created = 0
@@ -60,3 +63,46 @@ def create_temporal_edges(store: Store, new: Insight, now: str, session: str | N
                                    metadata=meta, created_at=now))
             created += 1
     return created
+
+
+def conversation_steps(store: WriteTarget, steps: Iterable[tuple[str, str]], now: str) -> set[str]:
+    """Conversation edges for each (previous, next) pair of one conversation; returns the ids linked."""
+    touched: set[str] = set()
+    for a, b in steps:
+        for e in sequence_edges(a, b, now, "conversation"):
+            store.upsert_edge(e)
+        touched.update((a, b))
+    return touched
+
+
+def repair_backbone(store: Store, chained: dict[str, str], now: str) -> set[str]:
+    """Rebuild the temporal backbone through `chained` ({id: source}), per source, in created_at order: each
+    chained insight is linked to its chronological neighbours (precedes / succeeds, weight 1.0), and the
+    direct backbone link between the two existing insights around a run of chained ones is removed. No
+    proximity edges. Returns every id whose edges changed."""
+    touched: set[str] = set()
+    for source in sorted(set(chained.values())):
+        rows = list(store.iter_active(Filters(source=source)))  # insertion order, so ties keep it
+        rows.sort(key=lambda r: r.created_at)
+        inside = [r.id in chained for r in rows]
+        k = 0
+        while k < len(rows):
+            if not inside[k]:
+                k += 1
+                continue
+            end = k
+            while end < len(rows) and inside[end]:
+                end += 1
+            if k > 0 and end < len(rows):  # existing neighbours on both sides of the run
+                left, right = rows[k - 1].id, rows[end].id
+                for e in store.edges_among([left, right], EdgeType.temporal.value):
+                    if e.metadata.get("sub_type") == "backbone":
+                        store.delete_edge(e.source_id, e.target_id, EdgeType.temporal.value)
+                        touched.update((left, right))
+            k = end
+        for a, b, ia, ib in zip(rows, rows[1:], inside, inside[1:]):
+            if ia or ib:
+                for e in sequence_edges(a.id, b.id, now):
+                    store.upsert_edge(e)
+                touched.update((a.id, b.id))
+    return touched

@@ -1,0 +1,294 @@
+"""The importer behind `mnemon import` / `Memory.import_draft` (spec 003, reference §6 "import"): a second way into
+the write pipeline, for a whole validated draft (`draft.py`) at once.
+
+Insights are written in batches, each batch embedded in one call (outside the transaction) and committed as
+one transaction, so an import killed midway leaves whole batches and no half-written insight, and running it
+again skips what is already there (exact duplicates map to the existing id). A final transaction adds the
+conversation steps and the explicit edges, rebuilds the temporal backbone through the imported items,
+refreshes EI and runs auto-prune once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+from .. import lifecycle
+from ..context import Context
+from ..draft import ImportDraft, ImportItem, ImportResult
+from ..models import Edge, EntityMode, Insight
+from ..progress import progress_bar
+from ..store import NO_FILTERS, Filters, Store
+from ..text import tokens_of
+from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
+from .pipeline import resolve, write_insight
+from .temporal import conversation_steps, repair_backbone
+
+__all__ = ["IMPORT_BATCH", "BatchView", "import_draft"]
+
+# Insights per committed transaction and per embedding call: small enough that a killed import loses
+# little, large enough that commits (an fsync each) do not dominate.
+IMPORT_BATCH = 500
+
+
+def import_draft(ctx: Context, draft: ImportDraft, *, no_diff: bool = False) -> ImportResult:
+    """Write a validated draft (the caller has checked that it may write)."""
+    return _Importer(ctx, draft, no_diff).run()
+
+
+class _Importer:
+    def __init__(self, ctx: Context, draft: ImportDraft, no_diff: bool) -> None:
+        self.ctx = ctx
+        self.store: Store = ctx.store
+        self.draft = draft
+        self.no_diff = no_diff
+        n = len(draft.insights)
+        self.ids: list[str | None] = [None] * n  # draft index → the insight it became (or duplicates)
+        self.results: list[ImportItem | None] = [None] * n
+        self.added: dict[str, str] = {}  # id → source, of insights this run wrote
+        self.skipped: list[str] = []  # existing ids that draft items duplicated
+
+    def run(self) -> ImportResult:
+        n = len(self.draft.insights)
+        planned: set[str] = set()  # contents this run will write, so a repeat inside the draft is not embedded
+        with progress_bar(n, "importing") as advance:
+            for start in range(0, n, IMPORT_BATCH):
+                batch = range(start, min(n, start + IMPORT_BATCH))
+                self._batch(batch, planned)
+                advance(len(batch))
+        edges_inserted, pruned = self._finish()
+        results = [r for r in self.results if r is not None]
+        return ImportResult(
+            imported=sum(r.action == "added" for r in results),
+            skipped=sum(r.action == "skipped" for r in results),
+            errors=sum(r.error is not None for r in results),
+            edges_inserted=edges_inserted, auto_pruned=len(pruned), auto_pruned_ids=pruned, results=results,
+        )
+
+    def _batch(self, batch: range, planned: set[str]) -> None:
+        store, ctx = self.store, self.ctx
+        # Embed (outside the transaction, in one call) only what will be written.
+        todo: list[int] = []
+        for i in batch:
+            c = self.draft.insights[i].content
+            if self.no_diff or (c not in planned and store.find_by_content(c) is None):
+                todo.append(i)
+                planned.add(c)
+        vectors: dict[int, np.ndarray] = {}
+        vecs = ctx.embed_texts([self.draft.insights[i].content for i in todo])
+        emb = ctx.embedder
+        model = emb.name if vecs is not None and emb is not None else None
+        if vecs is not None:
+            vectors = dict(zip(todo, vecs))
+            ctx.fold_stale_index(int(vecs.shape[1]))
+        now, ts = ctx.clock()
+        try:
+            with store.transaction():  # the fast path: the whole batch, no per-item savepoints
+                view = BatchView(store)
+                done = [self._one(view, i, vectors.get(i), model, now, ts) for i in batch]
+        except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
+            done = []
+            with store.transaction():
+                view = BatchView(store)
+                for i in batch:
+                    try:
+                        with store.transaction():  # a savepoint: a failing insight leaves nothing behind
+                            row = self._one(view, i, vectors.get(i), model, now, ts)
+                        done.append(row)
+                    except Exception as e:  # noqa: BLE001 — partial success: reported per item
+                        view = BatchView(store)  # it may remember what the savepoint undid
+                        err = f"{type(e).__name__}: {e}"
+                        done.append((ImportItem(index=i, id="", content=self.draft.insights[i].content,
+                                                action="error", error=err), None))
+        for item, source in done:  # only now committed
+            self.results[item.index] = item
+            if item.action == "error":
+                continue
+            self.ids[item.index] = item.id
+            if source is None:
+                self.skipped.append(item.id)
+            else:
+                self.added[item.id] = source
+
+    def _one(
+        self, view: BatchView, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
+    ) -> tuple[ImportItem, str | None]:
+        """Write draft insight i (or find its exact duplicate); returns its result row and, when written,
+        its source."""
+        store, ctx, di = self.store, self.ctx, self.draft.insights[i]
+        if not self.no_diff:
+            # Under the write lock, so it also sees earlier items of this draft and other writers.
+            existing = store.find_by_content(di.content)
+            if existing is not None:
+                ctx.log("import-skip", existing, f"duplicate of {existing}", now)
+                return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
+        new_id = str(uuid.uuid4())
+        source = self.draft.source_of(i)
+        ents = resolve(view, di.content, di.entities, EntityMode.merge)
+        created = di.created_at or now
+        ins = Insight(
+            id=new_id, content=di.content, category=di.category, importance=di.importance, tags=di.tags,
+            entities=ents, source=source, created_at=created, updated_at=created, stored_at=now,
+        )
+        tokens = tokens_of(di.content, di.tags, ents)
+        cos = ctx.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
+        # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
+        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
+        view.inserted(ins, tokens)
+        ctx.log("import", new_id, ctx.detail(di.content), now)
+        return ImportItem(index=i, id=new_id, content=di.content, action="added"), source
+
+    def _finish(self) -> tuple[int, list[str]]:
+        """One transaction: temporal backbone, explicit edges, EI of everything touched, auto-prune."""
+        store, settings = self.store, self.ctx.settings
+        now, ts = self.ctx.clock()
+        with store.transaction():
+            # Skipped items join the chain too: a re-run after a kill then finishes the backbone the killed
+            # run never reached.
+            chained = dict(self.added)
+            for id_, ins in store.get_insights([s for s in self.skipped if s not in chained]).items():
+                chained[id_] = ins.source
+            # Conversation steps before the backbone repair, so that a pair that is both keeps its backbone edge.
+            conversation = conversation_steps(store, self._steps(), now)
+            touched = repair_backbone(store, chained, now) | conversation
+            # Keyed by the edge's primary key: a repeated draft edge is one row (the last one's weight and
+            # reason win), and an edge the store already has is replaced, not inserted.
+            explicit: dict[tuple[str, str, str], Edge] = {}
+            for e in self.draft.edges:
+                src, dst = self.ids[e.source_index], self.ids[e.target_index]
+                if src is None or dst is None or src == dst:  # a failed item, or two repeats of one text
+                    continue
+                meta = {"reason": e.reason} if e.reason else {}
+                explicit[(src, dst, e.edge_type.value)] = Edge(
+                    source_id=src, target_id=dst, edge_type=e.edge_type, weight=e.weight, metadata=meta,
+                    created_at=now,
+                )
+            edges_inserted = len(explicit.keys() - store.existing_edges(explicit))
+            for (src, dst, _), edge in explicit.items():
+                store.upsert_edge(edge)
+                touched.update((src, dst))
+            touched.update(self.added)
+            lifecycle.refresh_ei(store, sorted(touched), ts)
+            pruned = lifecycle.auto_prune(
+                store, max_insights=settings.max_insights, min_age_s=settings.prune_min_age_s,
+                exclude=None, now=now, trigger=None,
+            )
+        return edges_inserted, pruned
+
+    def _steps(self) -> list[tuple[str, str]]:
+        """The conversation's steps: consecutive items of one session, in draft order, at least one of them
+        written by this import."""
+        items, steps = self.draft.insights, []
+        for i in range(1, len(items)):
+            a, b = self.ids[i - 1], self.ids[i]
+            if a is None or b is None or a == b or items[i - 1].session != items[i].session:
+                continue
+            if a not in self.added and b not in self.added:  # both were there before this import
+                continue
+            steps.append((a, b))
+        return steps
+
+
+class BatchView:
+    """The store as the write pipeline sees it inside one import batch (a `write.target.WriteTarget`).
+
+    For every insight the builders ask three things that cost a scan of every row sharing the entity or the
+    source: the entity graph's most recent holders of each entity, the causal graph's look-back over the
+    source, and the known-entity path's "is this word a stored entity". Here each question is asked of the
+    store once per batch and the answer is kept up to date in memory as the batch inserts (`inserted`), so the
+    answers are the store's own: inside the batch transaction nobody else writes and nothing is deleted. The
+    writes and the other look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
+    sees other writers.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._entity: dict[str, list[tuple[str, str]]] = {}  # entity → [(created_at, id)], most recent first
+        self._source: dict[str, list[Insight]] = {}  # source → insights, most recent first
+        self._tokens: dict[str, frozenset[str]] = {}
+        self._known: dict[str, str | None] = {}
+
+    # -- answered from the batch's memory
+
+    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
+        if limit > ENTITY_LINKS_PER_ENTITY:
+            return self._store.with_entity(entity, exclude=exclude, limit=limit)
+        rows = self._entity.get(entity)
+        if rows is None:
+            ids = self._store.with_entity(entity, exclude=exclude, limit=ENTITY_LINKS_PER_ENTITY)
+            found = self._store.get_insights(ids)
+            rows = self._entity[entity] = [(found[i].created_at, i) for i in ids if i in found]
+        return [i for _, i in rows if i != exclude][:limit]
+
+    def latest(
+        self, *, source: str | None = None, since: str | None = None, exclude: str | None = None, limit: int,
+        filters: Filters = NO_FILTERS,
+    ) -> list[Insight]:
+        if source is None or since is not None or filters != NO_FILTERS or limit > CAUSAL_LOOKBACK:
+            return self._store.latest(source=source, since=since, exclude=exclude, limit=limit, filters=filters)
+        rows = self._source.get(source)
+        if rows is None:
+            rows = self._source[source] = self._store.latest(source=source, exclude=exclude, limit=CAUSAL_LOOKBACK)
+            self._tokens.update(self._store.insight_tokens([r.id for r in rows]))
+        return [r for r in rows if r.id != exclude][:limit]
+
+    def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        missing = [i for i in ids if i not in self._tokens]
+        if missing:
+            self._tokens.update(self._store.insight_tokens(missing))
+        return {i: self._tokens[i] for i in ids if i in self._tokens}
+
+    def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
+        if casefold:
+            return self._store.known_entities(candidates, casefold=True)
+        cands = list(dict.fromkeys(candidates))
+        missing = [c for c in cands if c not in self._known]
+        if missing:
+            found = self._store.known_entities(missing)
+            for c in missing:
+                self._known[c] = found.get(c)
+        return {c: k for c in cands if (k := self._known[c]) is not None}
+
+    def inserted(self, ins: Insight, tokens: frozenset[str]) -> None:
+        """Keep the answers true after `ins` was written (its rowid is the newest: it wins ties)."""
+        self._tokens[ins.id] = tokens
+        for e in dict.fromkeys(ins.entities):
+            self._known[e] = e
+            rows = self._entity.get(e)
+            if rows is not None:
+                k = next((j for j, (t, _) in enumerate(rows) if t <= ins.created_at), len(rows))
+                rows.insert(k, (ins.created_at, ins.id))
+                del rows[ENTITY_LINKS_PER_ENTITY:]
+        recent = self._source.get(ins.source)
+        if recent is not None:
+            k = next((j for j, r in enumerate(recent) if r.created_at <= ins.created_at), len(recent))
+            recent.insert(k, ins)
+            del recent[CAUSAL_LOOKBACK:]
+
+    # -- passed to the store
+
+    def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
+        self._store.insert_insight(ins, tokens)
+
+    def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
+        self._store.set_vector(id, vector, model)
+
+    def upsert_edge(self, edge: Edge) -> None:
+        self._store.upsert_edge(edge)
+
+    def set_effective_importance(self, values: dict[str, float]) -> None:
+        self._store.set_effective_importance(values)
+
+    def session_tail(self, session: str) -> str | None:
+        return self._store.session_tail(session)
+
+    def set_session_tail(self, session: str, insight_id: str) -> None:
+        self._store.set_session_tail(session, insight_id)
+
+    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
+        return self._store.get_insights(ids)
+
+    def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        return self._store.edge_counts(ids)
