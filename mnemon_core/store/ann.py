@@ -216,13 +216,6 @@ class AnnIndex:
         order = np.lexsort((keys, -cos))[:k]
         return keys[order], cos[order]
 
-    def vectors(self, keys: np.ndarray) -> np.ndarray:
-        """Stored vectors of rowids as the file holds them (rows changed since it was written are not current)."""
-        if not self.open():
-            raise FileNotFoundError(self.path)
-        out = np.asarray(self._index.get(np.asarray(keys, dtype=np.uint64)), dtype=np.float32)
-        return out.reshape(len(keys), self.dim)
-
     def ids(self, keys: np.ndarray) -> list[str | None]:
         """Insight ids of rowids (None for a row that is gone)."""
         ks = [int(k) for k in keys.tolist()]

@@ -373,6 +373,7 @@ class PostgresStore(SQLStore):
     """`Store` over one schema of a Postgres database with pgvector."""
 
     dialect = DIALECT
+    without_vector = "NOT EXISTS (SELECT 1 FROM {s}.vectors v WHERE v.id = i.id AND v.model = ?)"
 
     def __init__(
         self, url: str, *, store: str = "default", readonly: bool = False, pool: bool = False,
@@ -391,7 +392,7 @@ class PostgresStore(SQLStore):
         self._gen = 0  # this object's graph writes and rollbacks (graph_version), seen before any commit
         self._sql_cache: dict[str, str] = {}
         self._vectors: dict[tuple[str, int], VectorCache] = {}
-        self._vec_lock = threading.Lock()
+        self._vector_lock = threading.Lock()
         self._indexed: dict[tuple[str, int], str | None] = {}
         try:
             boot = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
@@ -519,13 +520,6 @@ class PostgresStore(SQLStore):
         with self._conn() as conn:
             cur = conn.execute(self._q(sql), args, binary=binary)
             return cur.fetchall() if cur.description else []
-
-    def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        rows = list(rows)
-        if not rows:
-            return
-        with self._conn() as conn, conn.cursor() as cur:
-            cur.executemany(self._q(sql), rows)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -812,31 +806,20 @@ class PostgresStore(SQLStore):
             return None
         return np.asarray(rows[0][0], dtype=np.float32)
 
-    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
-        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
-        with self._vec_lock:
-            cache = self._vectors.get((model, dim))
-            if cache is None:
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
-            top_row = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'vec_seq'")
-            top = int(top_row[0]) if top_row else 0
-            if top > cache.high_water:
-                # Bounded by `top`: every row stamped ≤ top had committed when `top` was read. Paged by
-                # (vec_seq, id), so a first load of a large store is not one huge result.
-                after: tuple[int, str] = (cache.high_water, "")
-                while True:
-                    rows = self._exec(
-                        "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
-                        "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
-                        (*after, top, VECTOR_PAGE), binary=True,
-                    )
-                    cache.apply([(r[0], _blob(r[1]), r[2], r[3]) for r in rows], cache.high_water)
-                    if len(rows) < VECTOR_PAGE:
-                        break
-                    after = (int(rows[-1][4]), rows[-1][0])
-                cache.high_water = top
-            return cache.snapshot()
+    def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
+        # Bounded by `top`: every row stamped ≤ top had committed when `top` was read. Paged by (vec_seq, id),
+        # so a first load of a large store is not one huge result.
+        last: tuple[int, str] = (after, "")
+        while True:
+            rows = self._exec(
+                "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
+                "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
+                (*last, top, VECTOR_PAGE), binary=True,
+            )
+            yield [(r[0], _blob(r[1]), r[2], r[3]) for r in rows]
+            if len(rows) < VECTOR_PAGE:
+                return
+            last = (int(rows[-1][4]), rows[-1][0])
 
     def nearest(self, model: str, vector: np.ndarray, k: int, *, ef_search: int | None = None) -> list[tuple[str, float]]:
         """The k active insights of `model` closest to `vector` by cosine, best first, as (id, cosine), through
@@ -922,15 +905,6 @@ class PostgresStore(SQLStore):
             "WHERE active GROUP BY 1 ORDER BY 1"
         )
         return {r[0]: r[1] for r in rows}
-
-    def unembedded(self, model: str, limit: int) -> list[Insight]:
-        rows = self._exec(
-            f"SELECT {INSIGHT_COLS} FROM {{s}}.insights i WHERE deleted_at IS NULL AND NOT EXISTS "
-            "(SELECT 1 FROM {s}.vectors v WHERE v.id = i.id AND v.model = %s) "
-            "ORDER BY importance DESC, created_at DESC, id LIMIT %s",
-            (model, limit),
-        )
-        return [self._insight(r) for r in rows]
 
     # ------------------------------------------------------------------ edges
 

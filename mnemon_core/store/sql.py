@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from .base import NO_FILTERS, AnnSearch, Filters
-from .vectors import normalise
+from .vectors import VectorCache, normalise
 
 INSIGHT_COLUMNS = (
     "id", "content", "category", "importance", "tags", "entities", "source", "access_count", "created_at",
@@ -83,6 +84,15 @@ def where(filters: Filters, alias: str = "") -> tuple[str, list[Any]]:
     return sql, args
 
 
+def and_given(sql: str, args: list[Any], *terms: tuple[str, Any]) -> tuple[str, list[Any]]:
+    """`sql AND term` for each (term, value) whose value is not None, the value bound to the term's `?`."""
+    for term, value in terms:
+        if value is not None:
+            sql += f" AND {term}"
+            args.append(value)
+    return sql, args
+
+
 def like_pattern(query: str) -> str:
     """`%query%` with LIKE's wildcards in the query escaped (`ESCAPE '\\'`)."""
     return "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -127,6 +137,9 @@ class SQLStore:
     (one statement, its rows as tuples) and the methods its database does its own way."""
 
     dialect: Dialect
+    without_vector: str  # SQL: insight `i` has no vector of the model bound to its `?`
+    _vectors: dict[tuple[str, int], VectorCache]  # the vector matrices, by (model, dim)
+    _vector_lock: AbstractContextManager[Any]
 
     def _exec(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
         """Run a template (`Dialect.render`); `binary` may fetch in the backend's binary form (Postgres)."""
@@ -176,16 +189,7 @@ class SQLStore:
         self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
         limit: int, filters: Filters = NO_FILTERS,
     ) -> list[Insight]:
-        sql, args = where(filters)
-        if source is not None:
-            sql += " AND source = ?"
-            args.append(source)
-        if since is not None:
-            sql += " AND created_at >= ?"
-            args.append(since)
-        if exclude is not None:
-            sql += " AND id <> ?"
-            args.append(exclude)
+        sql, args = and_given(*where(filters), ("source = ?", source), ("created_at >= ?", since), ("id <> ?", exclude))
         rows = self._exec(
             f"SELECT {INSIGHT_COLS} FROM {{s}}.insights WHERE {sql} ORDER BY created_at DESC, {{seq}} DESC LIMIT ?",
             [*args, limit],
@@ -196,17 +200,16 @@ class SQLStore:
         self, *, exclude: str | None, stored_before: str | None, limit: int, immune_importance: int,
         immune_access: int,
     ) -> list[Insight]:
-        sql = (f"SELECT {INSIGHT_COLS} FROM {{s}}.insights WHERE deleted_at IS NULL AND importance < ? "
-               "AND access_count < ?")
-        args: list[Any] = [immune_importance, immune_access]
-        if exclude is not None:
-            sql += " AND id <> ?"
-            args.append(exclude)
-        if stored_before is not None:
-            sql += " AND COALESCE(stored_at, created_at) <= ?"
-            args.append(stored_before)
-        sql += " ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
-        return [self._insight(r) for r in self._exec(sql, [*args, limit])]
+        sql, args = and_given(
+            "deleted_at IS NULL AND importance < ? AND access_count < ?", [immune_importance, immune_access],
+            ("id <> ?", exclude), ("COALESCE(stored_at, created_at) <= ?", stored_before),
+        )
+        rows = self._exec(
+            f"SELECT {INSIGHT_COLS} FROM {{s}}.insights WHERE {sql} "
+            "ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?",
+            [*args, limit],
+        )
+        return [self._insight(r) for r in rows]
 
     def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]:
         sql, args = where(filters)
@@ -300,7 +303,31 @@ class SQLStore:
         best = sorted(range(len(ids)), key=lambda r: (-cos[r], ids[r]))[:k]
         return [(ids[r], float(cos[r])) for r in best]
 
+    def unembedded(self, model: str, limit: int) -> list[Insight]:
+        rows = self._exec(
+            f"SELECT {INSIGHT_COLS} FROM {{s}}.insights i WHERE deleted_at IS NULL AND {self.without_vector} "
+            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
+            (model, limit),
+        )
+        return [self._insight(r) for r in rows]
+
     def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
+        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
+        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
+        with self._vector_lock:
+            cache = self._vectors.get((model, dim))
+            if cache is None:
+                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
+            top = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'vec_seq'")
+            top_seq = int(top[0]) if top else 0
+            if top_seq > cache.high_water:
+                for rows in self._vector_changes(cache.high_water, top_seq):
+                    cache.apply(rows, cache.high_water)
+                cache.apply([], top_seq)
+            return cache.snapshot()
+
+    def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
+        """(id, float32 blob, model, active) of every row whose vector changed after `after`, in batches."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ edges

@@ -272,6 +272,7 @@ class SQLiteStore(SQLStore):
     """`Store` over one SQLite file. One connection; safe across processes through WAL + busy timeout."""
 
     dialect = DIALECT
+    without_vector = "(i.embedding IS NULL OR i.embed_model IS NOT ?)"
 
     def __init__(
         self, path: str | Path, *, readonly: bool = False, oplog_retention: OplogRetention = OplogRetention()
@@ -284,6 +285,7 @@ class SQLiteStore(SQLStore):
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
+        self._vector_lock = self._lock  # the connection's lock: the cache refresh reads through it
         self._ann: dict[tuple[str, int], ann.AnnIndex] = {}  # mapped HNSW files (store/ann.py), by (model, dim)
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
@@ -581,26 +583,14 @@ class SQLiteStore(SQLStore):
             return None
         return decode(r[0])
 
-    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
-        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
-        with self._lock:
-            cache = self._vectors.get((model, dim))
-            if cache is None:
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
-            top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
-            top_seq = top[0] if top else 0
-            if top_seq > cache.high_water:
-                cur = self.db.execute(
-                    "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
-                    "WHERE vec_seq > ? ORDER BY vec_seq",
-                    (cache.high_water,),
-                )
-                # In chunks: a first load of a million vectors must not hold every blob at once as well.
-                while rows := cur.fetchmany(_VECTOR_CHUNK):
-                    cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], cache.high_water)
-                cache.apply([], top_seq)
-            return cache.snapshot()
+    def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
+        cur = self.db.execute(
+            "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights WHERE vec_seq > ? ORDER BY vec_seq",
+            (after,),
+        )
+        # In chunks: a first load of a million vectors must not hold every blob at once as well.
+        while rows := cur.fetchmany(_VECTOR_CHUNK):
+            yield [(r[0], r[1], r[2], bool(r[3])) for r in rows]
 
     def ann_index(self, model: str, dim: int) -> ann.AnnIndex | None:
         """The HNSW index beside this database (`store/ann.py`) when it can serve recall's vector signal for
@@ -634,15 +624,6 @@ class SQLiteStore(SQLStore):
             "WHERE deleted_at IS NULL AND embedding IS NOT NULL GROUP BY 1"
         )
         return dict(rows.fetchall())
-
-    def unembedded(self, model: str, limit: int) -> list[Insight]:
-        rows = self.db.execute(
-            f"SELECT {INSIGHT_COLS} FROM insights WHERE deleted_at IS NULL "
-            "AND (embedding IS NULL OR embed_model IS NOT ?) "
-            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
-            (model, limit),
-        )
-        return [self._insight(r) for r in rows]
 
     # ------------------------------------------------------------------ edges
 
