@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mnemon_core.lifecycle import IMMUNE_ACCESS, IMMUNE_IMPORTANCE
 from mnemon_core.models import Edge, Insight, OplogEntry
@@ -167,6 +169,37 @@ def test_like_search(filled: Store) -> None:
     assert [i.id for i in s.like_search("redis", Filters(), 10)] == ["a", "b"]  # by importance; not e (deleted)
     assert [i.id for i in s.like_search("redis", Filters(category="fact"), 10)] == ["b"]
     assert [i.id for i in s.like_search("s", Filters(), 2)] == ["a", "c"]
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(alphabet="aAcCéÉ%_\\ sdR", max_size=4))
+def test_like_search_is_an_ascii_folded_substring_test(filled: Store, query: str) -> None:
+    """Whatever the query (LIKE's wildcards and escape included): the active insights whose content holds it,
+    ASCII letters folded, by importance."""
+    want = [r[0] for r in sorted(ROWS, key=lambda r: -r[3])
+            if r[0] != "e" and _ascii_lower(query) in _ascii_lower(r[1])]
+    assert [i.id for i in filled.like_search(query, Filters(), 10)] == want
+
+
+def test_long_id_lists_span_statements(filled: Store) -> None:
+    """SQLite binds a few hundred ids per statement, Postgres one array: past those limits the answers are
+    those of the short lists."""
+    many = [f"x{i}" for i in range(1500)]
+    ids = [*many[:700], "c", *many[700:], "a", "e"]
+    assert s_keys(filled.get_insights(ids)) == ["a", "c"]
+    assert filled.insight_meta(ids) == filled.insight_meta(["a", "c"])
+    assert {k: v for k, v in filled.edge_counts(ids).items() if v} == {"a": 3, "c": 2}
+    assert sorted(keys(filled.edges_of(ids))) == sorted(keys(filled.edges_of(["a", "c"])))
+    assert sorted(filled.adjacency(ids)) == sorted(filled.adjacency(["a", "c"]))
+    assert filled.known_entities([*many, "Postgres"]) == {"Postgres": "Postgres"}
+
+
+def s_keys(found: dict[str, Insight]) -> list[str]:
+    return sorted(found)
 
 
 # ---------------------------------------------------------------------------------------------- search

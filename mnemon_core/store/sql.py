@@ -333,15 +333,15 @@ class SQLStore:
     # ------------------------------------------------------------------ edges
 
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
-        out: list[Edge] = []
+        out: dict[tuple[str, str, str], Edge] = {}  # by key: an edge between two statements' ids comes twice
         for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 400):
-            rows = self._exec(
+            for r in self._exec(
                 f"SELECT {EDGE_COLS} FROM {{s}}.edges WHERE source_id {match} UNION "
                 f"SELECT {EDGE_COLS} FROM {{s}}.edges WHERE target_id {match} ORDER BY source_id, target_id, edge_type",
                 [*args, *args],
-            )
-            out.extend(self._edge(r) for r in rows)
-        return out
+            ):
+                out.setdefault((r[0], r[1], r[2]), self._edge(r))
+        return list(out.values())
 
     def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
         out: list[Edge] = []
