@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
-from mnemon_core.store.ann import ANN_MIN_ROWS
+from mnemon_core.store.base import ANN_MIN_ROWS
 
 ROOT = synth.ROOT
 OPTS = synth.Options(seed=7, words=(12, 36), topics=1000, batch=5000)
@@ -118,9 +118,9 @@ def load_preset(emb: synth.PresetEmbedder, path: str) -> list[str]:
 
 def exact_only(on: bool) -> None:
     """Hide the HNSW index from recall (the exact matrix scan at every size) or show it again."""
-    from mnemon_core.store import ann
+    from mnemon_core.store import base
 
-    ann.ANN_MIN_ROWS = 1 << 62 if on else ANN_MIN_ROWS
+    base.ANN_MIN_ROWS = 1 << 62 if on else ANN_MIN_ROWS
 
 
 def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
@@ -216,9 +216,9 @@ sys.path.insert(0, {bench!r})
 import numpy as np
 import synth, scale
 from mnemon_core import Memory
-from mnemon_core.store import ann
+from mnemon_core.store import base
 if {exact}:
-    ann.ANN_MIN_ROWS = 1 << 62
+    base.ANN_MIN_ROWS = 1 << 62
 n = {n}
 emb = synth.PresetEmbedder()
 texts = scale.load_preset(emb, {qfile!r})

@@ -91,7 +91,8 @@ def auto_prune(
     if excess <= 0:
         return []
     stored_before = iso(time.time() - min_age_s) if min_age_s > 0 else None
-    victims = store.prune_candidates(exclude=exclude, stored_before=stored_before, limit=min(excess, PRUNE_BATCH))
+    victims = store.prune_candidates(exclude=exclude, stored_before=stored_before, limit=min(excess, PRUNE_BATCH),
+                                     immune_importance=IMMUNE_IMPORTANCE, immune_access=IMMUNE_ACCESS)
     ids = [v.id for v in victims]
     store.soft_delete(ids, now)
     age = _fmt_age(min_age_s)

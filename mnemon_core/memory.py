@@ -159,17 +159,15 @@ class Memory:
         emb = self.embedder
         if vector is None or emb is None:
             return {}
-        finder = getattr(self.store, "ann_index", None)
-        index = finder(emb.name, int(vector.shape[0])) if finder is not None else None
+        index = self.store.ann_index(emb.name, int(vector.shape[0]))
         return similarity.cosines(self.store, emb.name, emb.calibration, vector, index, floor=floor)
 
     def _fold_stale_index(self, dim: int) -> None:
         """Before a write (outside its transaction, so the file never holds rows that may roll back): fold the
         rows written since the store's ANN file was built into it once they are many. Each search scans
         those rows exactly, so without this a store grown by remember alone slows down until `embed --all`."""
-        finder = getattr(self.store, "ann_index", None)
         emb = self.embedder
-        index = finder(emb.name, dim) if finder is not None and emb is not None else None
+        index = self.store.ann_index(emb.name, dim) if emb is not None else None
         if index is not None and index.stale():
             self.store.maintain_vector_index(emb.name, dim)
 

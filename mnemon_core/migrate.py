@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import StoreError, ValidationError
+
+if TYPE_CHECKING:
+    from .store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -38,7 +41,7 @@ def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
 
 def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
     """Copy the source store into an empty Postgres store, verify, and return what was copied."""
-    from .store.dump import Checksum, sqlite_insights, sqlite_oplog, sqlite_tails
+    from .store.dump import Checksum
     from .store.postgres import PostgresStore, redact
 
     if not is_postgres(target):
@@ -50,21 +53,16 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
         raise ValidationError("--from and --to are the same store", field="to")
     started = time.monotonic()
 
+    src: Store
     if src_path is not None:
         from .store.sqlite import SQLiteStore
 
         if not src_path.is_file():
             raise StoreError(f"database not found: {src_path}", path=str(src_path))
-        src: Any = SQLiteStore(src_path, readonly=True)
-        read_insights, read_edges, read_oplog, read_tails = (
-            lambda: sqlite_insights(src), src.iter_edges, lambda: sqlite_oplog(src), lambda: sqlite_tails(src)
-        )
+        src = SQLiteStore(src_path, readonly=True)
         src_label = f"sqlite:{src_path}"
     else:
         src = PostgresStore(source, store=settings.store, readonly=True)
-        read_insights, read_edges, read_oplog, read_tails = (
-            src.dump_insights, src.iter_edges, src.dump_oplog, src.dump_tails
-        )
         src_label = src.location
 
     dst = PostgresStore(target, store=settings.store)
@@ -78,8 +76,8 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
                 field="to",
             )
         sent = Checksum()
-        dst.load(sent.insights_of(read_insights()), sent.edges_of(read_edges()), sent.oplog_of(read_oplog()),
-                 sent.tails_of(read_tails()))
+        dst.load(sent.insights_of(src.dump_insights()), sent.edges_of(src.iter_edges()),
+                 sent.oplog_of(src.dump_oplog()), sent.tails_of(src.dump_tails()))
         copied = time.monotonic()
         back = Checksum()
         for _ in back.insights_of(dst.dump_insights()):

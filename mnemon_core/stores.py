@@ -3,7 +3,6 @@ schemas of one Postgres database; the `active` file names the current one either
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from .config import UNSET, Settings, resolve_store_name, validate_store_name
@@ -11,53 +10,17 @@ from .errors import NotFoundError, ReadOnlyError, ValidationError
 
 
 def list_stores(data_dir: Path) -> list[str]:
-    root = data_dir / "data"
-    if not root.is_dir():
-        return []
-    from .config import STORE_NAME_RE
+    """The stores under a data dir (SQLite files, whatever `MNEMON_DATABASE_URL` says)."""
+    from .store.sqlite import list_stores as store_dirs
 
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.fullmatch(p.name))
-
-
-class _Catalog:
-    """The stores `mnemon store` manages: directories under the data dir, or with a database URL the store
-    schemas of that Postgres database (the active-store choice stays in the local `active` file either way)."""
-
-    def __init__(self, data_dir: Path, url: str | None) -> None:
-        self.data_dir, self.url = data_dir, url
-
-    def names(self) -> list[str]:
-        if self.url:
-            from .store.postgres import list_stores as pg_stores
-
-            return pg_stores(self.url)
-        return list_stores(self.data_dir)
-
-    def exists(self, name: str) -> bool:
-        return name in self.names() if self.url else (self.data_dir / "data" / name).is_dir()
-
-    def create(self, name: str) -> None:
-        if self.url:
-            from .store.postgres import PostgresStore
-
-            PostgresStore(self.url, store=name).close()
-        else:
-            from .store.sqlite import SQLiteStore
-
-            SQLiteStore(self.data_dir / "data" / name / "mnemon.db").close()
-
-    def remove(self, name: str) -> None:
-        if self.url:
-            from .store.postgres import drop_store
-
-            drop_store(self.url, name)
-        else:
-            shutil.rmtree(self.data_dir / "data" / name)
+    return store_dirs(data_dir)
 
 
 def exists(settings: Settings) -> bool:
     """Whether the store `settings` name exists (its directory, or its schema with a database URL)."""
-    return _Catalog(settings.data_dir, settings.database_url).exists(settings.store)
+    from .store import catalog
+
+    return catalog(settings).exists(settings.store)
 
 
 def missing(name: str) -> NotFoundError:
@@ -67,11 +30,13 @@ def missing(name: str) -> NotFoundError:
 def run(data_dir: str | None, store_flag: str | None, action: str, name: str | None,
         database_url: str | None = None, *, readonly: bool = False) -> str:
     """One `mnemon store` action; returns the text to print. Only `list` runs with `readonly`."""
+    from .store import catalog
+
     if readonly and action != "list":
         raise ReadOnlyError(f"store {action}")
     settings = Settings.resolve(data_dir=data_dir or UNSET, store="default", database_url=database_url)
     dd = settings.data_dir
-    stores = _Catalog(dd, settings.database_url)
+    stores = catalog(settings)
     if action == "list":
         active = resolve_store_name(dd, store_flag or UNSET)
         names = stores.names()

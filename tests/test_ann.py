@@ -11,7 +11,7 @@ import pytest
 from mnemon_core import Memory
 from mnemon_core.embed.base import BaseEmbedder, Calibration
 from mnemon_core.models import Insight
-from mnemon_core.store import ann
+from mnemon_core.store import ann, base
 from mnemon_core.store.sqlite import SQLiteStore
 
 pytest.importorskip("usearch")
@@ -159,7 +159,7 @@ def test_recall_through_the_index_matches_the_exact_scan(data_dir: Path, monkeyp
         idx = ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM)
         assert idx.build(threads=1) == 90
         assert mem.store.ann_index(MODEL, DIM) is None  # below ANN_MIN_ROWS: still the exact scan
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 50)
     with Memory(embedder=_Embedder()) as mem:
         assert mem.store.ann_index(MODEL, DIM) is not None
         via_index = _recalls(mem)
@@ -182,7 +182,7 @@ def test_recall_through_the_index_matches_the_exact_scan(data_dir: Path, monkeyp
 
 def test_maintain_vector_index_builds_the_file_once_the_store_is_large(tmp_path, monkeypatch) -> None:
     from mnemon_core.models import Insight
-    from mnemon_core.store import ann
+    from mnemon_core.store import base
     from mnemon_core.store.sqlite import SQLiteStore
 
     s = SQLiteStore(tmp_path / "m.db")
@@ -192,9 +192,9 @@ def test_maintain_vector_index_builds_the_file_once_the_store_is_large(tmp_path,
             t = "2026-01-01T00:00:00Z"
             s.insert_insight(Insight(id=f"i{i}", content=f"c{i}", created_at=t, updated_at=t, stored_at=t), {"c"})
             s.set_vector(f"i{i}", rng.standard_normal(8).astype(np.float32), "m")
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 10)
     assert s.maintain_vector_index("m", 8) == 0 and s.ann_index("m", 8) is None  # small: exact scan
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 5)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 5)
     assert s.maintain_vector_index("m", 8) == 6
     assert s.ann_index("m", 8) is not None
     s.close()
@@ -210,7 +210,7 @@ def test_write_path_cosines_come_from_the_index_above_the_threshold(
         ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM).build(threads=1)
         query = mem.embed_texts(["cache warmup note"])[0]
         exact = mem.cosines(query, floor=-1.0)
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 50)
     with Memory(embedder=_Embedder()) as mem:
         assert mem.store.ann_index(MODEL, DIM) is not None
         got = mem.cosines(query, floor=-1.0)
@@ -228,7 +228,7 @@ def test_writes_fold_a_large_delta_into_the_file(data_dir: Path, monkeypatch: py
             mem.remember(f"{_TOPICS[i % len(_TOPICS)]} note {i}", category="fact")
         idx = ann.AnnIndex(mem.store.db, mem.store.path, MODEL, DIM)
         assert idx.build(threads=1) == 60
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 50)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 50)
     monkeypatch.setattr(ann, "ANN_DELTA_MAX", 3)
     with Memory(embedder=_Embedder()) as mem:
         for i in range(4):  # 4 rows past the file: stale only after the fourth

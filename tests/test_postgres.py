@@ -90,6 +90,7 @@ def fill(store) -> None:
 
 
 def test_same_answers_as_sqlite(sq, pg) -> None:
+    from mnemon_core.lifecycle import IMMUNE_ACCESS, IMMUNE_IMPORTANCE
     from mnemon_core.store.base import Filters, rank_by_coverage
 
     fill(sq)
@@ -147,8 +148,9 @@ def test_same_answers_as_sqlite(sq, pg) -> None:
     same(lambda s: [i.id for i in s.like_search("CAFÉ", Filters(), 10)])
     assert [i.id for i in same(lambda s: s.like_search("caf", Filters(), 10))] == ["e", "d"]
     same(lambda s: [i.id for i in s.like_search("100%_", Filters(), 10)])
-    same(lambda s: [full(i) for i in s.prune_candidates(exclude="a", stored_before=T1, limit=5)])
-    same(lambda s: [full(i) for i in s.prune_candidates(exclude=None, stored_before=None, limit=10)])
+    immune = {"immune_importance": IMMUNE_IMPORTANCE, "immune_access": IMMUNE_ACCESS}
+    same(lambda s: [full(i) for i in s.prune_candidates(exclude="a", stored_before=T1, limit=5, **immune)])
+    same(lambda s: [full(i) for i in s.prune_candidates(exclude=None, stored_before=None, limit=10, **immune)])
     # vectors
     ids_sq, mat_sq = sq.vector_matrix("m8", 8)
     ids_pg, mat_pg = pg.vector_matrix("m8", 8)
@@ -479,7 +481,6 @@ def test_same_text_at_once_is_stored_once(pg_url: str, pg_store_name: str) -> No
 
 def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_store_name: str) -> None:
     from mnemon_core import Memory
-    from mnemon_core.store.dump import sqlite_insights, sqlite_oplog
     from mnemon_core.store.postgres import PostgresStore, drop_store
     from mnemon_core.text import stem
 
@@ -513,12 +514,12 @@ def test_migrate_sqlite_to_postgres_is_lossless(data_dir: Path, pg_url: str, pg_
     sq = SQLiteStore(data_dir / "data" / pg_store_name / "mnemon.db", readonly=True)
     pg = PostgresStore(pg_url, store=pg_store_name)
     try:
-        for x, y in zip(sqlite_insights(sq), pg.dump_insights(), strict=True):
+        for x, y in zip(sq.dump_insights(), pg.dump_insights(), strict=True):
             assert full(x.insight) == full(y.insight) and x.tokens == y.tokens and x.model == y.model
             assert (x.vector is None) == (y.vector is None)
             assert x.vector is None or np.array_equal(x.vector, y.vector)
         assert list(sq.iter_edges()) == list(pg.iter_edges())
-        assert list(sqlite_oplog(sq)) == list(pg.dump_oplog())
+        assert list(sq.dump_oplog()) == list(pg.dump_oplog())
         assert pg.vector_matrix("toy", 12)[0] == sq.vector_matrix("toy", 12)[0] == [a, b]
         assert pg.nearest("toy", sq.get_vector(b, "toy"), 1)[0][0] == b
         # it ranks as its source: the same BM25 (the forgotten insight counts in neither store), the same tail
@@ -601,7 +602,6 @@ def test_sqlite_file_without_session_tails_copies_none(tmp_path: Path) -> None:
     """A read-only source is not migrated: a file from before the tails table has none to copy."""
     import sqlite3
 
-    from mnemon_core.store.dump import sqlite_tails
     from mnemon_core.store.sqlite import SQLiteStore
 
     path = tmp_path / "old.db"
@@ -610,7 +610,7 @@ def test_sqlite_file_without_session_tails_copies_none(tmp_path: Path) -> None:
         db.execute("DROP TABLE conversation_tails")
     old = SQLiteStore(path, readonly=True)
     try:
-        assert list(sqlite_tails(old)) == []
+        assert list(old.dump_tails()) == []
     finally:
         old.close()
 
@@ -833,7 +833,7 @@ def test_recall_through_the_hnsw_index_matches_the_matrix(pg_url: str, pg_store_
     """Past the ANN threshold recall takes its vector signal from the HNSW index (no matrix load); on a small
     store the index's answer is exact, so the results are the matrix path's."""
     from mnemon_core import Memory
-    from mnemon_core.store import ann
+    from mnemon_core.store import base
 
     topics = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
     m = Memory(database_url=pg_url, store=pg_store_name, embedder=_Toy.make())
@@ -844,7 +844,7 @@ def test_recall_through_the_hnsw_index_matches_the_matrix(pg_url: str, pg_store_
     queries = ["alpha item3", "why delta", "echo note", "charlie item7 more"]
     exact = [m.recall(q, limit=5).model_dump() for q in queries]
     assert m.store.ann_index("toy-16", 16) is None  # 60 vectors: below the threshold
-    monkeypatch.setattr(ann, "ANN_MIN_ROWS", 10)
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 10)
     assert m.store.ann_index("toy-16", 16) is not None
     fresh = Memory(database_url=pg_url, store=pg_store_name, embedder=_Toy.make(), readonly=True)
     assert [fresh.recall(q, limit=5).model_dump() for q in queries] == exact

@@ -14,7 +14,7 @@ tests hold them to it).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..embed import Calibration
 from ..entities import ASCII_WORD_RE, extract_entities, query_entities
 from ..models import REVERSE_KEY, REVERSE_VALUE, EdgeType, Intent
 from ..store import Filters, Store
+from ..store.base import AnnSearch
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
@@ -52,20 +53,9 @@ class VectorInput(NamedTuple):
     ann: AnnSearch | None = None
 
 
-class AnnSearch(Protocol):
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
-    def ids(self, keys: np.ndarray) -> list[str | None]: ...
-    def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray: ...
-    def stale(self) -> bool:
-        """The exact scan beside the index (rows written since it was built) has grown past its limit: a writer
-        should fold them in (`Store.maintain_vector_index`). Always False for an index that follows writes."""
-        ...
-
-
 def vector_input(store: Store, model: str, query: np.ndarray, calibration: Calibration) -> VectorInput:
     """The vector side of recall for `model`: the store's ANN index when it has a usable one, else the matrix."""
-    index = getattr(store, "ann_index", None)
-    ann = index(model, int(query.shape[0])) if index is not None else None
+    ann = store.ann_index(model, int(query.shape[0]))
     if ann is not None:
         return VectorInput(query, [], np.zeros((0, int(query.shape[0])), dtype=np.float32), calibration, ann)
     ids, mat = store.vector_matrix(model, int(query.shape[0]))

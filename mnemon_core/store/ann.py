@@ -1,11 +1,11 @@
 """An approximate nearest-neighbour index beside a SQLite store (optional: `usearch`, an HNSW file).
 
-Above `ANN_MIN_ROWS` vectors of one model, an exact scan of the float32 matrix costs more than recall's budget
-(1M × 384 floats is 1.5 GB read per query) and holding the matrix costs its size in memory. The index lives in
-a file beside the database (`mnemon.vec.<model>.usearch`, keys = SQLite rowids, cosine metric, float32 so the
-cosines it returns are the exact ones) with a sidecar JSON naming the `vec_seq` high-water mark it covers. A
-reader memory-maps it (`Index.restore(view=True)`), so a fresh process reads only the graph nodes a search
-visits, and scans exactly the few rows whose vector changed since the file was written (added, replaced,
+Above `ANN_MIN_ROWS` (`store/base.py`) vectors of one model, an exact scan of the float32 matrix costs more than
+recall's budget (1M × 384 floats is 1.5 GB read per query) and holding the matrix costs its size in memory. The
+index lives in a file beside the database (`mnemon.vec.<model>.usearch`, keys = SQLite rowids, cosine metric,
+float32 so the cosines it returns are the exact ones) with a sidecar JSON naming the `vec_seq` high-water mark it
+covers. A reader memory-maps it (`Index.restore(view=True)`), so a fresh process reads only the graph nodes a
+search visits, and scans exactly the few rows whose vector changed since the file was written (added, replaced,
 deleted: all move `vec_seq`); those rowids are dropped from the index's answers. When that delta passes
 `ANN_DELTA_MAX` rows (`stale`), the next remember or import folds it into the file (`refresh`, through
 `maintain_vector_index`), written to a temporary name and renamed, so readers holding the old mapping keep a
@@ -28,10 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .sqlite import in_chunks
+from .sql import in_chunks
 from .vectors import decode, normalise
 
-ANN_MIN_ROWS = 200_000  # vectors of one model below this: exact scan (the only place this threshold lives)
 ANN_DELTA_MAX = 20_000  # changed rows a reader scans exactly before the file is worth rewriting
 ANN_CONNECTIVITY = 16  # HNSW M
 ANN_EXPANSION_ADD = 128  # ef_construction
@@ -217,13 +216,6 @@ class AnnIndex:
         order = np.lexsort((keys, -cos))[:k]
         return keys[order], cos[order]
 
-    def vectors(self, keys: np.ndarray) -> np.ndarray:
-        """Stored vectors of rowids as the file holds them (rows changed since it was written are not current)."""
-        if not self.open():
-            raise FileNotFoundError(self.path)
-        out = np.asarray(self._index.get(np.asarray(keys, dtype=np.uint64)), dtype=np.float32)
-        return out.reshape(len(keys), self.dim)
-
     def ids(self, keys: np.ndarray) -> list[str | None]:
         """Insight ids of rowids (None for a row that is gone)."""
         ks = [int(k) for k in keys.tolist()]
@@ -251,14 +243,14 @@ class AnnIndex:
         return out
 
 
-def usable(db: sqlite3.Connection, db_path: Path, model: str, dim: int) -> AnnIndex | None:
-    """The index of (model, dim) if usearch is installed, its file exists and it holds at least ANN_MIN_ROWS
+def usable(db: sqlite3.Connection, db_path: Path, model: str, dim: int, min_rows: int) -> AnnIndex | None:
+    """The index of (model, dim) if usearch is installed, its file exists and it holds at least `min_rows`
     vectors; None means: use the exact scan."""
     if not available():
         return None
     idx = AnnIndex(db, db_path, model, dim)
     try:
-        if not idx.open() or idx.size() < ANN_MIN_ROWS:
+        if not idx.open() or idx.size() < min_rows:
             return None
     except (OSError, ValueError, RuntimeError):  # an unreadable or foreign file: the exact scan still works
         return None

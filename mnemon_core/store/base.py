@@ -1,5 +1,11 @@
 """The `Store` protocol: everything the pipelines need from a database, and nothing above `store/` writes SQL.
 
+`Store` is the union of small protocols, one per kind of row: `Insights`, `Search` (tokens, terms, entities,
+sessions), `Edges` (with the plain-tuple reads recall's graph walk makes), `Vectors` (with an optional
+nearest-neighbour index, `AnnSearch`), `Oplog` and `Dump` (every row, for `mnemon migrate`), beside `Lifecycle`.
+`BulkLoad` (a migration target) and `Catalog` (the named stores of one database) stand apart. Every backend
+implements them on `store/sql.py`'s shared SQL; `store/__init__.py` holds the table of backends.
+
 Rows come back as models (`Insight`, `Edge`, `OplogEntry`) or as plain tuples where a hot path needs speed
 (`TokenHit`). Times are RFC 3339 UTC strings; they sort as text.
 """
@@ -7,7 +13,7 @@ Rows come back as models (`Insight`, `Edge`, `OplogEntry`) or as plain tuples wh
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import NamedTuple, Protocol
 
@@ -34,6 +40,10 @@ class Filters(NamedTuple):
 
 
 NO_FILTERS = Filters()
+
+# Vectors of one (model, dimension) below this: recall scans the matrix exactly, above it an ANN index serves
+# where the backend has one (`Vectors.ann_index`).
+ANN_MIN_ROWS = 200_000
 
 # SQLite FTS5's bm25() constants (ext/fts5/fts5_aux.c).
 BM25_K1 = 1.2
@@ -62,33 +72,81 @@ def rank_by_coverage(hits: list[TokenHit]) -> list[TokenHit]:
     return out
 
 
-class Store(Protocol):
+class DumpRow(NamedTuple):
+    """One insight with everything a lossless copy needs (`mnemon migrate`)."""
+
+    insight: Insight
+    tokens: frozenset[str]
+    vector: np.ndarray | None
+    model: str | None
+
+
+class AnnSearch(Protocol):
+    """A nearest-neighbour index over one (model, dimension), as recall's vector signal uses it."""
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, cosines) of the k nearest active vectors, best first; `ids` names the keys."""
+        ...
+    def ids(self, keys: np.ndarray) -> list[str | None]: ...
+    def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
+        """Exact cosine of the unit query with the stored vector of each id (NaN without one)."""
+        ...
+    def stale(self) -> bool:
+        """The exact scan beside the index (rows written since it was built) has grown past its limit: a writer
+        should fold them in (`Store.maintain_vector_index`). Always False for an index that follows writes."""
+        ...
+
+
+class Lifecycle(Protocol):
     location: str  # a path or URL, for `status` and messages
 
-    # -- lifecycle
-    def transaction(self) -> AbstractContextManager[None]: ...
+    def transaction(self) -> AbstractContextManager[None]:
+        """Outermost: one write transaction (writers of the store queue); inner: a savepoint."""
+        ...
     def close(self) -> None: ...
     def size_bytes(self) -> int: ...
 
-    # -- insights
+
+class Insights(Protocol):
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None: ...
     def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None: ...
-    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]: ...
-    def find_by_content(self, content: str) -> str | None: ...
+    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
+        """The active ones among ids."""
+        ...
+    def find_by_content(self, content: str) -> str | None:
+        """The first stored active insight whose content is byte-identical."""
+        ...
     def count_active(self) -> int: ...
     def count_deleted(self) -> int: ...
-    def iter_active(self, filters: Filters = NO_FILTERS) -> Iterator[Insight]: ...
+    def iter_active(self, filters: Filters = NO_FILTERS) -> Iterator[Insight]:
+        """Insertion order."""
+        ...
     def latest(
         self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
         limit: int, filters: Filters = NO_FILTERS,
-    ) -> list[Insight]: ...
-    def soft_delete(self, ids: Sequence[str], now: str) -> None: ...
+    ) -> list[Insight]:
+        """Newest first (created_at, then insertion order)."""
+        ...
+    def soft_delete(self, ids: Sequence[str], now: str) -> None:
+        """Mark deleted and drop their edges."""
+        ...
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None: ...
     def set_effective_importance(self, values: dict[str, float]) -> None: ...
-    def prune_candidates(self, *, exclude: str | None, stored_before: str | None, limit: int) -> list[Insight]: ...
-    def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]: ...
+    def prune_candidates(
+        self, *, exclude: str | None, stored_before: str | None, limit: int, immune_importance: int,
+        immune_access: int,
+    ) -> list[Insight]:
+        """Active insights with importance < immune_importance and access_count < immune_access, stored at or
+        before `stored_before`, lowest effective importance first (then created_at, id)."""
+        ...
+    def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]:
+        """Content containing `query` (ASCII case-insensitive), by importance, newest, id."""
+        ...
 
-    # -- tokens and entities (keyword / entity signals)
+
+class Search(Protocol):
+    """The keyword, entity and conversation indexes beside the insights."""
+
     def token_hits(
         self, tokens: Collection[str], *, filters: Filters = NO_FILTERS, exclude: str | None = None,
         limit: int | None = None, order: str = "coverage",
@@ -115,35 +173,57 @@ class Store(Protocol):
         """The active insight remembered last in `session`, if any (conversation edges)."""
         ...
     def set_session_tail(self, session: str, insight_id: str) -> None: ...
-    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]: ...
+    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
+        """Active insights naming the entity, most recent first."""
+        ...
     def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]: ...
     def entity_hits(self, entities_lower: Collection[str], filters: Filters = NO_FILTERS) -> dict[str, int]: ...
     def top_entities(self, limit: int) -> list[tuple[str, int]]: ...
     def count_by_category(self) -> dict[str, int]: ...
 
-    # -- vectors
+
+class Vectors(Protocol):
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None: ...
     def get_vector(self, id: str, model: str) -> np.ndarray | None: ...
-    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]: ...
+    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
+        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions."""
+        ...
+    def ann_index(self, model: str, dim: int) -> AnnSearch | None:
+        """The nearest-neighbour index that serves recall's vector signal for (model, dim): optional, and only
+        from `ANN_MIN_ROWS` vectors on; None: scan `vector_matrix` exactly."""
+        ...
+    def nearest(self, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k active insights of `model` closest to `vector` by cosine, best first, as (id, cosine):
+        through the backend's index where one serves (approximate), else exact."""
+        ...
     def maintain_vector_index(self, model: str, dim: int) -> int:
         """Bring an on-disk ANN index up to date after bulk vector writes (`embed --all`); 0 if there is none."""
         ...
-    def vector_counts(self) -> dict[str, int]: ...
-    def unembedded(self, model: str, limit: int) -> list[Insight]: ...
+    def vector_counts(self) -> dict[str, int]:
+        """"model:dim" → active insights embedded so."""
+        ...
+    def unembedded(self, model: str, limit: int) -> list[Insight]:
+        """Active insights without a vector of `model`, by importance, newest, id."""
+        ...
 
-    # -- edges
+
+class Edges(Protocol):
     def upsert_edge(self, edge: Edge) -> None: ...
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None: ...
     def edges_of(self, ids: Sequence[str]) -> list[Edge]: ...
-    def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]: ...
+    def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
+        """Both ends among ids, by (source, target)."""
+        ...
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         """Which of the (source_id, target_id, edge_type) keys already have a row."""
         ...
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]: ...
     def count_edges(self) -> int: ...
-    def iter_edges(self) -> Iterator[Edge]: ...
+    def iter_edges(self) -> Iterator[Edge]:
+        """Primary-key order."""
+        ...
 
-    # -- recall (plain tuples: the beam search touches thousands of rows per query)
+    # recall (plain tuples: the beam search touches thousands of rows per query)
     def graph_version(self) -> Hashable:
         """A token that changes whenever insights or edges change (this or another process); readers key
         their caches of `insight_meta` / `adjacency` / `superseded_ids` on it."""
@@ -160,10 +240,53 @@ class Store(Protocol):
         """Every active insight that is the target of a `supersedes` edge."""
         ...
 
-    # -- oplog
+
+class Oplog(Protocol):
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None: ...
-    def read_log(self, limit: int) -> list[OplogEntry]: ...
+    def read_log(self, limit: int) -> list[OplogEntry]:
+        """Newest first."""
+        ...
     def count_log(self) -> int: ...
     def oplog_oldest(self) -> str | None:
         """The time of the oldest row the retention left (None for an empty oplog)."""
         ...
+
+
+class Dump(Protocol):
+    """Every row as stored, validation skipped (`mnemon migrate`, `store/dump.py`)."""
+
+    def dump_insights(self) -> Iterator[DumpRow]:
+        """Soft-deleted ones too, in insertion order, with tokens and vector."""
+        ...
+    def dump_oplog(self) -> Iterator[OplogEntry]:
+        """By id."""
+        ...
+    def dump_tails(self) -> Iterator[tuple[str, str]]:
+        """(session, insight id) of every remember session's tail, by session."""
+        ...
+
+
+class Store(Lifecycle, Insights, Search, Vectors, Edges, Oplog, Dump, Protocol):
+    """Everything the pipelines need from a database."""
+
+
+class BulkLoad(Protocol):
+    """A store `mnemon migrate` can copy into."""
+
+    def load(
+        self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry],
+        tails: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Copy `Dump`'s rows into this empty store in one transaction."""
+        ...
+
+
+class Catalog(Protocol):
+    """The named stores of one database: store directories under a data dir, or schemas of a Postgres database."""
+
+    def names(self) -> list[str]:
+        """Sorted."""
+        ...
+    def exists(self, name: str) -> bool: ...
+    def create(self, name: str) -> None: ...
+    def remove(self, name: str) -> None: ...

@@ -1,6 +1,7 @@
-"""Every row of a store, for copying it losslessly (`mnemon migrate`): insights (soft-deleted ones too, in
-insertion order, with their tokens and vectors), edges (primary-key order), the oplog (by id) and the remember
-sessions' tails (by session), plus a checksum over all of it that does not depend on the backend.
+"""A checksum over every row of a store that does not depend on the backend, for copying it losslessly
+(`mnemon migrate`): the rows come from the `Dump` protocol (`store/base.py`) — insights (soft-deleted ones too,
+in insertion order, with their tokens and vectors), edges (primary-key order), the oplog (by id) and the
+remember sessions' tails (by session).
 
 Rows are built with `model_construct`: a copy must carry what is stored, even values today's validation
 would refuse (e.g. the legacy `narrative` category of soft-deleted rows).
@@ -16,53 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..models import Edge, Insight, OplogEntry
-from ..text import document, token_set
-from .postgres import DumpRow
+from ..models import Edge, OplogEntry
+from .base import DumpRow
 
-__all__ = ["Checksum", "DumpRow", "sqlite_insights", "sqlite_oplog", "sqlite_tails"]
-
-
-def _insight(r: tuple[Any, ...]) -> Insight:
-    return Insight.model_construct(
-        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=json.loads(r[4] or "[]"),
-        entities=json.loads(r[5] or "[]"), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
-        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
-        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
-    )
-
-
-def sqlite_insights(store: Any) -> Iterator[DumpRow]:
-    """All insights of a `SQLiteStore`, in rowid order. A blob that is not whole float32 values is dropped."""
-    from .sqlite import _INSIGHT_COLS
-
-    cols = ", ".join("i." + c.strip() for c in _INSIGHT_COLS.split(","))
-    cur = store.db.execute(
-        f"SELECT {cols}, f.terms, i.embedding, i.embed_model FROM insights i "
-        "LEFT JOIN insights_fts f ON f.rowid = i.rowid ORDER BY i.rowid"
-    )
-    for r in cur:
-        ins = _insight(r)
-        if r[14] is None:
-            toks = token_set(document(ins.content, ins.tags, ins.entities))
-        else:
-            toks = frozenset(r[14].split())
-        blob = r[15]
-        vec = np.frombuffer(blob, dtype="<f4").astype(np.float32) if blob and len(blob) % 4 == 0 else None
-        yield DumpRow(ins, toks, vec, r[16] if vec is not None else None)
-
-
-def sqlite_oplog(store: Any) -> Iterator[OplogEntry]:
-    for r in store.db.execute("SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id"):
-        yield OplogEntry.model_construct(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "",
-                                         created_at=r[4])
-
-
-def sqlite_tails(store: Any) -> Iterator[tuple[str, str]]:
-    """(session, insight id) by session; none from a file older than the table (a read-only source is not
-    migrated)."""
-    if store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'conversation_tails'").fetchone():
-        yield from store.db.execute("SELECT session, insight_id FROM conversation_tails ORDER BY session")
+__all__ = ["Checksum", "DumpRow"]
 
 
 @dataclass

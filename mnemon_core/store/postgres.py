@@ -36,15 +36,17 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ..config import OplogRetention
+from ..config import OplogRetention, Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms
-from .base import NO_FILTERS, Filters, TokenHit, bm25
+from . import base
+from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
+from .sql import EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, Dialect, SQLStore, oplog_trim, where
 from .vectors import VectorCache
 
 SCHEMA_PREFIX = "mnemon_"
@@ -62,11 +64,6 @@ HNSW_BUILD_BYTES = 1024  # graph and tuple overhead per vector of an in-memory H
 HNSW_BUILD_MEM_MAX = 8 << 30  # past this the build spills to disk (slower, but no server runs out of memory)
 _LOADED = ("insights", "insight_entities", "vectors", "edges", "oplog")  # the tables a bulk load fills
 
-_INSIGHT_COLS = (
-    "id, content, category, importance, tags, entities, source, access_count, created_at, updated_at, "
-    "deleted_at, last_accessed_at, effective_importance, stored_at"
-)
-_EDGE_COLS = "source_id, target_id, edge_type, weight, metadata, created_at"
 
 # The two orders of `Store.token_hits` with a limit (their arguments: `_ranked_args`).
 _RANKED = {
@@ -80,7 +77,7 @@ def _ranked_args(order: str, toks: Sequence[str], limit: int) -> list[int]:
 
 
 _UPSERT_EDGE = (
-    f"INSERT INTO {{s}}.edges ({_EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
+    f"INSERT INTO {{s}}.edges ({EDGE_COLS}) VALUES (%s,%s,%s,%s,%s,%s) "
     "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = EXCLUDED.weight, "
     "metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at"
 )
@@ -120,6 +117,18 @@ def term_key(term: str) -> str:
 def _stems(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:
     """An insight's stemmed terms in order, duplicates kept: what SQLite's `insights_bm25` holds of it."""
     return terms(document(content, tags, entities))
+
+
+def _ascii_lower(expr: str) -> str:
+    return f"translate({expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+
+
+# `{s}.` is left for `PostgresStore._q`, which puts the store's schema there.
+DIALECT = Dialect(
+    mark="%s", schema="{s}.", unindexed="", seq="seq", arrays=True, lists=lambda v: list(v or []),
+    mapping=lambda v: v or {}, json_text=lambda col, key: f"{col}->>'{key}'",
+    fold=_ascii_lower,  # SQLite's LIKE folds ASCII letters only; translate() does exactly that, whatever the locale
+)
 
 
 def redact(url: str) -> str:
@@ -285,53 +294,6 @@ MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------- rows
-
-
-def _where(filters: Filters, alias: str = "") -> tuple[str, list[Any]]:
-    p = f"{alias}." if alias else ""
-    sql, args = f"{p}deleted_at IS NULL", []
-    if filters.category is not None:
-        sql += f" AND {p}category = %s"
-        args.append(filters.category)
-    if filters.source is not None:
-        sql += f" AND {p}source = %s"
-        args.append(filters.source)
-    return sql, args
-
-
-def _row_to_insight(r: Sequence[Any]) -> Insight:
-    return Insight(
-        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=list(r[4] or []),
-        entities=list(r[5] or []), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
-        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
-        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
-    )
-
-
-def _construct_insight(r: Sequence[Any]) -> Insight:
-    """As `_row_to_insight`, without validation: a copy carries what is stored (`mnemon migrate`)."""
-    return Insight.model_construct(
-        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=list(r[4] or []),
-        entities=list(r[5] or []), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
-        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
-        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
-    )
-
-
-def _row_to_edge(r: Sequence[Any]) -> Edge:
-    return Edge(source_id=r[0], target_id=r[1], edge_type=r[2], weight=r[3], metadata=r[4] or {}, created_at=r[5])
-
-
-class DumpRow(NamedTuple):
-    """One insight with everything a lossless copy needs (`mnemon migrate`)."""
-
-    insight: Insight
-    tokens: frozenset[str]
-    vector: np.ndarray | None
-    model: str | None
-
-
 # ---------------------------------------------------------------------------------------------- connections
 
 
@@ -372,7 +334,7 @@ class _Tx:
 
 
 class _PgAnn:
-    """Recall's view of a (model, dim) HNSW index (`recall.pipeline.AnnSearch`): keys are positions in the
+    """Recall's view of a (model, dim) HNSW index (`store.base.AnnSearch`): keys are positions in the
     answers this object has given."""
 
     def __init__(self, store: PostgresStore, model: str, dim: int) -> None:
@@ -407,8 +369,11 @@ class _PgAnn:
         return out
 
 
-class PostgresStore:
+class PostgresStore(SQLStore):
     """`Store` over one schema of a Postgres database with pgvector."""
+
+    dialect = DIALECT
+    without_vector = "NOT EXISTS (SELECT 1 FROM {s}.vectors v WHERE v.id = i.id AND v.model = ?)"
 
     def __init__(
         self, url: str, *, store: str = "default", readonly: bool = False, pool: bool = False,
@@ -427,7 +392,7 @@ class PostgresStore:
         self._gen = 0  # this object's graph writes and rollbacks (graph_version), seen before any commit
         self._sql_cache: dict[str, str] = {}
         self._vectors: dict[tuple[str, int], VectorCache] = {}
-        self._vec_lock = threading.Lock()
+        self._vector_lock = threading.Lock()
         self._indexed: dict[tuple[str, int], str | None] = {}
         try:
             boot = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
@@ -525,9 +490,10 @@ class PostgresStore:
         return int(r[0]) if r else 0
 
     def _q(self, sql: str) -> str:
+        """A statement of this store: shared templates rendered (`store/sql.py`), `{s}` its quoted schema."""
         out = self._sql_cache.get(sql)
         if out is None:
-            out = self._sql_cache[sql] = sql.replace("{s}", self._s)
+            out = self._sql_cache[sql] = DIALECT.render(sql).replace("{s}", self._s)
         return out
 
     @contextmanager
@@ -554,17 +520,6 @@ class PostgresStore:
         with self._conn() as conn:
             cur = conn.execute(self._q(sql), args, binary=binary)
             return cur.fetchall() if cur.description else []
-
-    def _one(self, sql: str, args: Sequence[Any] | dict[str, Any] = ()) -> tuple[Any, ...] | None:
-        rows = self._exec(sql, args)
-        return rows[0] if rows else None
-
-    def _many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
-        rows = list(rows)
-        if not rows:
-            return
-        with self._conn() as conn, conn.cursor() as cur:
-            cur.executemany(self._q(sql), rows)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -689,70 +644,24 @@ class PostgresStore:
         active = ins.deleted_at is None
         self._changed(active=int(active), graph=True, stems=len(stems) if active else 0)
 
-    def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
-        sql = f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE id = %s"
-        if not include_deleted:
-            sql += " AND deleted_at IS NULL"
-        r = self._one(sql, (id,))
-        return _row_to_insight(r) if r else None
-
-    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        rows = self._exec(
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE id = ANY(%s::text[]) AND deleted_at IS NULL", (ids,)
-        )
-        return {r[0]: _row_to_insight(r) for r in rows}
-
-    def find_by_content(self, content: str) -> str | None:
-        # Byte-identical: "C" collation compares bytes; the hash index finds the candidates.
-        r = self._one(
-            "SELECT id FROM {s}.insights WHERE content = %s AND deleted_at IS NULL ORDER BY seq LIMIT 1", (content,)
-        )
-        return r[0] if r else None
-
     def count_active(self) -> int:
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'active'")
         return int(r[0]) if r else 0
 
-    def count_deleted(self) -> int:
-        return int(self._one("SELECT count(*) FROM {s}.insights WHERE deleted_at IS NOT NULL")[0])  # type: ignore[index]
-
     def iter_active(self, filters: Filters = NO_FILTERS) -> Iterator[Insight]:
         """Insertion order, fetched a page at a time (a connection is never held between pages)."""
-        where, args = _where(filters)
+        scope, args = where(filters)
         last = -1
         while True:
             rows = self._exec(
-                f"SELECT {_INSIGHT_COLS}, seq FROM {{s}}.insights WHERE {where} AND seq > %s ORDER BY seq LIMIT %s",
+                f"SELECT {INSIGHT_COLS}, seq FROM {{s}}.insights WHERE {scope} AND seq > %s ORDER BY seq LIMIT %s",
                 [*args, last, PAGE],
             )
             for r in rows:
-                yield _row_to_insight(r)
+                yield self._insight(r)
             if len(rows) < PAGE:
                 return
             last = rows[-1][-1]
-
-    def latest(
-        self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
-        limit: int, filters: Filters = NO_FILTERS,
-    ) -> list[Insight]:
-        where, args = _where(filters)
-        if source is not None:
-            where += " AND source = %s"
-            args.append(source)
-        if since is not None:
-            where += " AND created_at >= %s"
-            args.append(since)
-        if exclude is not None:
-            where += " AND id <> %s"
-            args.append(exclude)
-        rows = self._exec(
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE {where} ORDER BY created_at DESC, seq DESC LIMIT %s",
-            [*args, limit],
-        )
-        return [_row_to_insight(r) for r in rows]
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
         ids = list(dict.fromkeys(ids))
@@ -793,32 +702,6 @@ class PostgresStore:
             (list(values), [float(v) for v in values.values()]),
         )
 
-    def prune_candidates(self, *, exclude: str | None, stored_before: str | None, limit: int) -> list[Insight]:
-        sql = (
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE deleted_at IS NULL AND importance < 4 "
-            "AND access_count < 3"
-        )
-        args: list[Any] = []
-        if exclude is not None:
-            sql += " AND id <> %s"
-            args.append(exclude)
-        if stored_before is not None:
-            sql += " AND COALESCE(stored_at, created_at) <= %s"
-            args.append(stored_before)
-        sql += " ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT %s"
-        return [_row_to_insight(r) for r in self._exec(sql, [*args, limit])]
-
-    def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]:
-        # SQLite's LIKE folds ASCII letters only; translate() does exactly that, whatever the locale.
-        where, args = _where(filters)
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self._exec(
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights WHERE {where} AND {_ascii_lower('content')} LIKE "
-            f"{_ascii_lower('%s')} ESCAPE '\\' ORDER BY importance DESC, created_at DESC, id LIMIT %s",
-            [*args, pattern, limit],
-        )
-        return [_row_to_insight(r) for r in rows]
-
     # ------------------------------------------------------------------ tokens and entities
 
     def token_hits(
@@ -854,13 +737,13 @@ class PostgresStore:
         """SQL and arguments of (id, hits, n_tokens, importance, created_at) for every active insight holding
         one of `toks` (the GIN index finds them; `terms` holds distinct tokens, so the count of those in the
         query is the number of distinct hits)."""
-        where, args = _where(filters)
+        scope, args = where(filters)
         if exclude is not None:
-            where += " AND id <> %s"
+            scope += " AND id <> %s"
             args.append(exclude)
         sql = (
             "SELECT id, (SELECT count(*) FROM unnest(terms) AS t WHERE t = ANY(%s::text[]))::int AS hits, n_tokens, "
-            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {where}"
+            f"importance, created_at FROM {{s}}.insights WHERE {{s}}.term_keys(terms) && %s::text[] AND {scope}"
         )
         return sql, [toks, sorted({term_key(t) for t in toks}), *args]
 
@@ -904,72 +787,6 @@ class PostgresStore:
             out.setdefault(name, []).append(id_)
         return out
 
-    def session_tail(self, session: str) -> str | None:
-        r = self._one(
-            "SELECT t.insight_id FROM {s}.conversation_tails t JOIN {s}.insights i ON i.id = t.insight_id "
-            "WHERE t.session = %s AND i.deleted_at IS NULL",
-            (session,),
-        )
-        return r[0] if r else None
-
-    def set_session_tail(self, session: str, insight_id: str) -> None:
-        self._exec(
-            "INSERT INTO {s}.conversation_tails (session, insight_id) VALUES (%s, %s) "
-            "ON CONFLICT (session) DO UPDATE SET insight_id = EXCLUDED.insight_id",
-            (session, insight_id),
-        )
-
-    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
-        rows = self._exec(
-            "SELECT i.id FROM {s}.insight_entities e JOIN {s}.insights i ON i.id = e.insight_id "
-            "WHERE e.entity = %s AND i.deleted_at IS NULL AND i.id <> %s "
-            "ORDER BY e.created_at DESC, e.seq DESC LIMIT %s",  # entities_recent, in order
-            (entity, exclude, limit),
-        )
-        return [r[0] for r in rows]
-
-    def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
-        """Which candidates are entities of an active insight: {candidate: stored spelling}."""
-        cands = list(dict.fromkeys(c.lower() if casefold else c for c in candidates))
-        if not cands:
-            return {}
-        col = "entity_lower" if casefold else "entity"
-        rows = self._exec(
-            f"SELECT e.{col}, min(e.entity) FROM {{s}}.insight_entities e JOIN {{s}}.insights i ON i.id = e.insight_id "
-            f"WHERE e.{col} = ANY(%s::text[]) AND i.deleted_at IS NULL GROUP BY e.{col}",
-            (cands,),
-        )
-        return {r[0]: r[1] for r in rows}
-
-    def entity_hits(self, entities_lower: Collection[str], filters: Filters = NO_FILTERS) -> dict[str, int]:
-        ents = sorted(set(entities_lower))
-        if not ents:
-            return {}
-        where, args = _where(filters, "i")
-        rows = self._exec(
-            "SELECT i.id, count(DISTINCT e.entity_lower)::int FROM {s}.insight_entities e "
-            f"JOIN {{s}}.insights i ON i.id = e.insight_id WHERE e.entity_lower = ANY(%s::text[]) AND {where} "
-            "GROUP BY i.id",
-            [ents, *args],
-        )
-        return {r[0]: r[1] for r in rows}
-
-    def top_entities(self, limit: int) -> list[tuple[str, int]]:
-        rows = self._exec(
-            "SELECT e.entity, count(*)::int AS n FROM {s}.insight_entities e JOIN {s}.insights i "
-            "ON i.id = e.insight_id WHERE i.deleted_at IS NULL GROUP BY e.entity ORDER BY n DESC, e.entity ASC "
-            "LIMIT %s",
-            (limit,),
-        )
-        return [(r[0], r[1]) for r in rows]
-
-    def count_by_category(self) -> dict[str, int]:
-        rows = self._exec(
-            "SELECT category, count(*)::int FROM {s}.insights WHERE deleted_at IS NULL GROUP BY category "
-            "ORDER BY category"
-        )
-        return {r[0]: r[1] for r in rows}
-
     # ------------------------------------------------------------------ vectors
 
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
@@ -981,7 +798,7 @@ class PostgresStore:
             "active = EXCLUDED.active, vec_seq = EXCLUDED.vec_seq",
             (model, vec, self._stamp(), id),
         )
-        self.ensure_vector_index(model, int(vec.shape[0]))
+        self._ensure_vector_index(model, int(vec.shape[0]))
 
     def get_vector(self, id: str, model: str) -> np.ndarray | None:
         rows = self._exec("SELECT embedding, model FROM {s}.vectors WHERE id = %s", (id,), binary=True)
@@ -989,31 +806,20 @@ class PostgresStore:
             return None
         return np.asarray(rows[0][0], dtype=np.float32)
 
-    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
-        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
-        with self._vec_lock:
-            cache = self._vectors.get((model, dim))
-            if cache is None:
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
-            top_row = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'vec_seq'")
-            top = int(top_row[0]) if top_row else 0
-            if top > cache.high_water:
-                # Bounded by `top`: every row stamped ≤ top had committed when `top` was read. Paged by
-                # (vec_seq, id), so a first load of a large store is not one huge result.
-                after: tuple[int, str] = (cache.high_water, "")
-                while True:
-                    rows = self._exec(
-                        "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
-                        "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
-                        (*after, top, VECTOR_PAGE), binary=True,
-                    )
-                    cache.apply([(r[0], _blob(r[1]), r[2], r[3]) for r in rows], cache.high_water)
-                    if len(rows) < VECTOR_PAGE:
-                        break
-                    after = (int(rows[-1][4]), rows[-1][0])
-                cache.high_water = top
-            return cache.snapshot()
+    def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
+        # Bounded by `top`: every row stamped ≤ top had committed when `top` was read. Paged by (vec_seq, id),
+        # so a first load of a large store is not one huge result.
+        last: tuple[int, str] = (after, "")
+        while True:
+            rows = self._exec(
+                "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
+                "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
+                (*last, top, VECTOR_PAGE), binary=True,
+            )
+            yield [(r[0], _blob(r[1]), r[2], r[3]) for r in rows]
+            if len(rows) < VECTOR_PAGE:
+                return
+            last = (int(rows[-1][4]), rows[-1][0])
 
     def nearest(self, model: str, vector: np.ndarray, k: int, *, ef_search: int | None = None) -> list[tuple[str, float]]:
         """The k active insights of `model` closest to `vector` by cosine, best first, as (id, cosine), through
@@ -1040,8 +846,6 @@ class PostgresStore:
         """The HNSW index as recall's vector signal for (model, dim), once it holds at least `ANN_MIN_ROWS`
         vectors (the threshold the SQLite store's index uses); below that, None: recall scans the matrix,
         exactly. A fresh process (the CLI) then asks the server for the nearest rows instead of loading them."""
-        from .ann import ANN_MIN_ROWS
-
         if dim > HNSW_MAX_DIM:
             return None
         r = self._one(
@@ -1049,11 +853,12 @@ class PostgresStore:
             "WHERE v.model = %s AND v.dim = %s",
             (self._s + ".", model, dim),
         )
-        if r is None or (r[0] or 0) < max(1, ANN_MIN_ROWS):  # reltuples: the index's size as of its last build/ANALYZE
+        # reltuples: the index's size as of its last build or ANALYZE
+        if r is None or (r[0] or 0) < max(1, base.ANN_MIN_ROWS):
             return None
         return _PgAnn(self, model, dim)
 
-    def ensure_vector_index(self, model: str, dim: int, *, build_mem: str | None = None) -> None:
+    def _ensure_vector_index(self, model: str, dim: int, *, build_mem: str | None = None) -> None:
         """One partial HNSW index (cosine) per embedding model and dimension, made when its first vector is
         written (the table is then nearly empty, so the build is instant) or after a bulk load."""
         if dim > HNSW_MAX_DIM or self._indexed.get((model, dim)):
@@ -1101,15 +906,6 @@ class PostgresStore:
         )
         return {r[0]: r[1] for r in rows}
 
-    def unembedded(self, model: str, limit: int) -> list[Insight]:
-        rows = self._exec(
-            f"SELECT {_INSIGHT_COLS} FROM {{s}}.insights i WHERE deleted_at IS NULL AND NOT EXISTS "
-            "(SELECT 1 FROM {s}.vectors v WHERE v.id = i.id AND v.model = %s) "
-            "ORDER BY importance DESC, created_at DESC, id LIMIT %s",
-            (model, limit),
-        )
-        return [_row_to_insight(r) for r in rows]
-
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
@@ -1129,31 +925,6 @@ class PostgresStore:
         )
         self._changed(graph=True)
 
-    def edges_of(self, ids: Sequence[str]) -> list[Edge]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        rows = self._exec(
-            f"SELECT {_EDGE_COLS} FROM {{s}}.edges WHERE source_id = ANY(%s::text[]) UNION "
-            f"SELECT {_EDGE_COLS} FROM {{s}}.edges WHERE target_id = ANY(%s::text[]) "
-            "ORDER BY source_id, target_id, edge_type",
-            (ids, ids),
-        )
-        return [_row_to_edge(r) for r in rows]
-
-    def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        sql = (
-            f"SELECT {_EDGE_COLS} FROM {{s}}.edges WHERE source_id = ANY(%s::text[]) AND target_id = ANY(%s::text[])"
-        )
-        args: list[Any] = [ids, ids]
-        if edge_type is not None:
-            sql += " AND edge_type = %s"
-            args.append(str(edge_type))
-        return [_row_to_edge(r) for r in self._exec(sql + " ORDER BY source_id, target_id", args)]
-
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         rows = list(dict.fromkeys(keys))
         if not rows:
@@ -1165,36 +936,19 @@ class PostgresStore:
         )
         return {(r[0], r[1], r[2]) for r in found}
 
-    def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        out = dict.fromkeys(ids, 0)
-        if not out:
-            return out
-        keys = list(out)
-        for id_, n in self._exec(
-            "SELECT source_id, count(*)::int FROM {s}.edges WHERE source_id = ANY(%s::text[]) GROUP BY source_id "
-            "UNION ALL SELECT target_id, count(*)::int FROM {s}.edges WHERE target_id = ANY(%s::text[]) "
-            "GROUP BY target_id",
-            (keys, keys),
-        ):
-            out[id_] += n
-        return out
-
-    def count_edges(self) -> int:
-        return int(self._one("SELECT count(*) FROM {s}.edges")[0])  # type: ignore[index]
-
     def iter_edges(self) -> Iterator[Edge]:
         last: tuple[str, str, str] | None = None
         while True:
             if last is None:
-                rows = self._exec(f"SELECT {_EDGE_COLS} FROM {{s}}.edges ORDER BY 1, 2, 3 LIMIT %s", (PAGE,))
+                rows = self._exec(f"SELECT {EDGE_COLS} FROM {{s}}.edges ORDER BY 1, 2, 3 LIMIT %s", (PAGE,))
             else:
                 rows = self._exec(
-                    f"SELECT {_EDGE_COLS} FROM {{s}}.edges WHERE (source_id, target_id, edge_type) > (%s, %s, %s) "
+                    f"SELECT {EDGE_COLS} FROM {{s}}.edges WHERE (source_id, target_id, edge_type) > (%s, %s, %s) "
                     "ORDER BY 1, 2, 3 LIMIT %s",
                     (*last, PAGE),
                 )
             for r in rows:
-                yield _row_to_edge(r)
+                yield self._edge(r)
             if len(rows) < PAGE:
                 return
             last = (rows[-1][0], rows[-1][1], rows[-1][2])
@@ -1207,78 +961,17 @@ class PostgresStore:
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'")
         return (int(r[0]) if r else 0), self._gen
 
-    def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return {}
-        rows = self._exec(
-            "SELECT id, importance, created_at, category, source FROM {s}.insights "
-            "WHERE id = ANY(%s::text[]) AND deleted_at IS NULL",
-            (ids,), binary=True,
-        )
-        return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
-
-    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float, str | None]]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        sub = "CASE WHEN e.edge_type = 'temporal' THEN e.metadata->>'sub_type' END"
-        rows = self._exec(
-            f"SELECT e.source_id, e.target_id, e.edge_type, e.weight, {sub} FROM {{s}}.edges e "
-            "JOIN {s}.insights i ON i.id = e.target_id AND i.deleted_at IS NULL "
-            "WHERE e.source_id = ANY(%s::text[]) UNION ALL "
-            f"SELECT e.target_id, e.source_id, e.edge_type, e.weight, {sub} FROM {{s}}.edges e "
-            "JOIN {s}.insights i ON i.id = e.source_id AND i.deleted_at IS NULL "
-            "WHERE e.target_id = ANY(%s::text[])",
-            (ids, ids), binary=True,  # tens of thousands of rows per beam level: binary parses faster
-        )
-        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
-
-    def superseded_ids(self) -> set[str]:
-        rows = self._exec(
-            "SELECT DISTINCT e.target_id FROM {s}.edges e JOIN {s}.insights i ON i.id = e.target_id "
-            "WHERE e.edge_type = 'supersedes' AND i.deleted_at IS NULL"
-        )
-        return {r[0] for r in rows}
-
     # ------------------------------------------------------------------ oplog
 
-    def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        tx: _Tx | None = getattr(self._local, "tx", None)
-        if tx is None:  # alone: a transaction of its own, as the retention trim runs at a commit
-            with self.transaction():
-                return self.log(operation, insight_id, detail, now)
-        self._exec(
-            "INSERT INTO {s}.oplog (operation, insight_id, detail, created_at) VALUES (%s,%s,%s,%s)",
-            (operation, insight_id, detail, now),
-        )
-        tx.trim_due = now  # once at commit, however many rows the transaction logs
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "tx", None) is not None
+
+    def _trim_at_commit(self, now: str) -> None:
+        self._local.tx.trim_due = now
 
     def _trim_oplog(self, conn: Any, now: str) -> None:
-        """`OplogRetention`: two index range deletes (created_at, then the id primary key)."""
-        cutoff = self.oplog_retention.cutoff(now)
-        if cutoff is not None:
-            conn.execute(self._q("DELETE FROM {s}.oplog WHERE created_at < %s"), (cutoff,))
-        if self.oplog_retention.max_rows > 0:
-            conn.execute(
-                self._q("DELETE FROM {s}.oplog WHERE id <= (SELECT max(id) FROM {s}.oplog) - %s"),
-                (self.oplog_retention.max_rows,),
-            )
-
-    def oplog_oldest(self) -> str | None:
-        r = self._one("SELECT min(created_at) FROM {s}.oplog")
-        return r[0] if r else None
-
-    def read_log(self, limit: int) -> list[OplogEntry]:
-        rows = self._exec(
-            "SELECT id, operation, insight_id, detail, created_at FROM {s}.oplog ORDER BY id DESC LIMIT %s", (limit,)
-        )
-        return [
-            OplogEntry(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "", created_at=r[4]) for r in rows
-        ]
-
-    def count_log(self) -> int:
-        return int(self._one("SELECT count(*) FROM {s}.oplog")[0])  # type: ignore[index]
+        for sql, args in oplog_trim(self.oplog_retention, now):
+            conn.execute(self._q(sql), args)
 
     # ------------------------------------------------------------------ copy (`mnemon migrate`)
 
@@ -1287,27 +980,17 @@ class PostgresStore:
         last = -1
         while True:
             rows = self._exec(
-                f"SELECT {', '.join('i.' + c for c in _INSIGHT_COLS.split(', '))}, i.terms, v.embedding, v.model, "
+                f"SELECT {', '.join('i.' + c for c in INSIGHT_COLUMNS)}, i.terms, v.embedding, v.model, "
                 "i.seq FROM {s}.insights i LEFT JOIN {s}.vectors v ON v.id = i.id WHERE i.seq > %s "
                 "ORDER BY i.seq LIMIT %s",
                 (last, PAGE), binary=True,
             )
             for r in rows:
                 vec = None if r[15] is None else np.asarray(r[15], dtype=np.float32)
-                yield DumpRow(_construct_insight(r), frozenset(r[14]), vec, r[16])
+                yield DumpRow(self._insight(r, Insight.model_construct), frozenset(r[14]), vec, r[16])
             if len(rows) < PAGE:
                 return
             last = rows[-1][-1]
-
-    def dump_oplog(self) -> Iterator[OplogEntry]:
-        rows = self._exec("SELECT id, operation, insight_id, detail, created_at FROM {s}.oplog ORDER BY id")
-        for r in rows:
-            yield OplogEntry.model_construct(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "",
-                                             created_at=r[4])
-
-    def dump_tails(self) -> Iterator[tuple[str, str]]:
-        """(session, insight id) of every remember session's tail, by session."""
-        yield from self._exec("SELECT session, insight_id FROM {s}.conversation_tails ORDER BY session")
 
     def load(
         self, insights: Iterable[DumpRow], edges: Iterable[Edge], oplog: Iterable[OplogEntry],
@@ -1364,7 +1047,7 @@ class PostgresStore:
                     "INSERT INTO {s}.insight_entities (insight_id, entity, entity_lower, created_at, seq) "
                     "SELECT DISTINCT id, e, lower(e), created_at, seq FROM {s}.insights, unnest(entities) AS e"
                 ))
-                with cur.copy(self._q(f"COPY {{s}}.edges ({_EDGE_COLS}) FROM STDIN (FORMAT BINARY)")) as cp:
+                with cur.copy(self._q(f"COPY {{s}}.edges ({EDGE_COLS}) FROM STDIN (FORMAT BINARY)")) as cp:
                     cp.set_types(["text", "text", "text", "float8", "jsonb", "text"])
                     for e in edges:
                         cp.write_row((e.source_id, e.target_id, str(e.edge_type), float(e.weight), e.metadata,
@@ -1404,7 +1087,7 @@ class PostgresStore:
                 conn.execute(self._q(f"ANALYZE {{s}}.{table}"))
         for (model, dim), rows in sorted(models.items()):
             need = rows * (4 * dim + HNSW_BUILD_BYTES)
-            self.ensure_vector_index(model, dim, build_mem=f"{max(64, min(need, HNSW_BUILD_MEM_MAX) >> 20)}MB")
+            self._ensure_vector_index(model, dim, build_mem=f"{max(64, min(need, HNSW_BUILD_MEM_MAX) >> 20)}MB")
 
     def _drop_indexes(self, cur: Any) -> list[str]:
         """Drop the keys, foreign keys and indexes of the tables a bulk load fills; return the statements that
@@ -1450,16 +1133,6 @@ def _first_line(e: BaseException) -> str:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _ascii_lower(expr: str) -> str:
-    return f"translate({expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
-
-
-def _json(value: dict[str, str]) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _jsonb(value: dict[str, str]) -> Any:
@@ -1551,3 +1224,36 @@ def drop_store(url: str, store: str) -> bool:
         except psycopg.errors.LockNotAvailable as e:
             raise StoreError(f'cannot drop store "{store}": it is in use ({_first_line(e)})') from e
     return True
+
+
+# ---------------------------------------------------------------------------------------------- the backend
+
+
+def open_store(settings: Settings) -> PostgresStore:
+    # Long-lived processes (MCP server, framework apps) share a pool; a CLI call needs one connection.
+    return PostgresStore(settings.database_url or "", store=settings.store, readonly=settings.readonly,
+                         pool=settings.origin != "cli", oplog_retention=settings.oplog_retention)
+
+
+class Schemas:
+    """`Catalog` of the stores in one Postgres database: a schema each (the active-store choice stays in the
+    local `active` file)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def names(self) -> list[str]:
+        return list_stores(self.url)
+
+    def exists(self, name: str) -> bool:
+        return name in self.names()
+
+    def create(self, name: str) -> None:
+        PostgresStore(self.url, store=name).close()
+
+    def remove(self, name: str) -> None:
+        drop_store(self.url, name)
+
+
+def catalog(settings: Settings) -> Schemas:
+    return Schemas(settings.database_url or "")

@@ -12,31 +12,35 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import sys
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-from ..config import OplogRetention
+from ..config import STORE_NAME_RE, OplogRetention, Settings
 from ..errors import StoreError
-from ..models import Edge, Insight, OplogEntry
+from ..models import Edge, Insight
 from ..text import document, terms, token_set
-from .base import NO_FILTERS, Filters, TokenHit
+from . import ann, base
+from .base import NO_FILTERS, DumpRow, Filters, TokenHit
+from .sql import (
+    INSIGHT_COLS, INSIGHT_COLUMNS, Dialect, SQLStore, in_chunks, json_lists, json_mapping, oplog_trim, where,
+)
 from .vectors import VectorCache, decode, encode
-
-if TYPE_CHECKING:
-    from .ann import AnnIndex
 
 BUSY_TIMEOUT_MS = 60_000
 _VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
-_INSIGHT_COLS = (
-    "id, content, category, importance, tags, entities, source, access_count, created_at, updated_at, "
-    "deleted_at, last_accessed_at, effective_importance, stored_at"
+DIALECT = Dialect(
+    mark="?", schema="", unindexed="+", seq="rowid", arrays=False, lists=json_lists, mapping=json_mapping,
+    json_text=lambda col, key: f"json_extract({col}, '$.{key}')",
+    fold=lambda expr: expr,  # LIKE already folds ASCII letters only
 )
 
 
@@ -255,13 +259,6 @@ def _fts_phrase(token: str) -> str:
 _COMPOUND_MAX = 400
 
 
-def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
-    """`items` in slices small enough for one statement's bound parameters, each with its `?,?,…` list."""
-    for i in range(0, len(items), size):
-        chunk = items[i : i + size]
-        yield chunk, ",".join("?" * len(chunk))
-
-
 def _match_union(n: int) -> str:
     """A subquery listing the FTS rowid of every (token, insight) posting for n tokens bound in order."""
     term = "SELECT rowid AS r FROM insights_fts WHERE insights_fts MATCH ?"
@@ -271,38 +268,11 @@ def _match_union(n: int) -> str:
     return " UNION ALL ".join(f"SELECT r FROM ({' UNION ALL '.join([term] * k)})" for k in sizes)
 
 
-def _where(filters: Filters, alias: str = "") -> tuple[str, list[str]]:
-    # Unary + keeps these terms off the indexes: without ANALYZE stats SQLite takes `deleted_at IS NULL` (or a
-    # two-valued source) for selective and scans every active row instead of using the id / created_at index.
-    p = f"{alias}." if alias else ""
-    sql, args = f"+{p}deleted_at IS NULL", []
-    if filters.category is not None:
-        sql += f" AND +{p}category = ?"
-        args.append(filters.category)
-    if filters.source is not None:
-        sql += f" AND +{p}source = ?"
-        args.append(filters.source)
-    return sql, args
-
-
-def _row_to_insight(r: tuple) -> Insight:
-    return Insight(
-        id=r[0], content=r[1], category=r[2] or "general", importance=r[3], tags=json.loads(r[4] or "[]"),
-        entities=json.loads(r[5] or "[]"), source=r[6] or "", access_count=r[7] or 0, created_at=r[8],
-        updated_at=r[9], deleted_at=r[10], last_accessed_at=r[11],
-        effective_importance=r[12] if r[12] is not None else 0.5, stored_at=r[13],
-    )
-
-
-def _row_to_edge(r: tuple) -> Edge:
-    return Edge(
-        source_id=r[0], target_id=r[1], edge_type=r[2], weight=r[3], metadata=json.loads(r[4] or "{}"),
-        created_at=r[5],
-    )
-
-
-class SQLiteStore:
+class SQLiteStore(SQLStore):
     """`Store` over one SQLite file. One connection; safe across processes through WAL + busy timeout."""
+
+    dialect = DIALECT
+    without_vector = "(i.embedding IS NULL OR i.embed_model IS NOT ?)"
 
     def __init__(
         self, path: str | Path, *, readonly: bool = False, oplog_retention: OplogRetention = OplogRetention()
@@ -315,7 +285,8 @@ class SQLiteStore:
         self._depth = 0
         self._lock = threading.RLock()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
-        self._ann: dict[tuple[str, int], AnnIndex] = {}  # mapped HNSW files (store/ann.py), by (model, dim)
+        self._vector_lock = self._lock  # the connection's lock: the cache refresh reads through it
+        self._ann: dict[tuple[str, int], ann.AnnIndex] = {}  # mapped HNSW files (store/ann.py), by (model, dim)
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
         try:
@@ -474,60 +445,15 @@ class SQLiteStore:
             [(ins.id, e, e.lower(), ins.created_at, cur.lastrowid) for e in ins.entities],
         )
 
-    def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
-        sql = f"SELECT {_INSIGHT_COLS} FROM insights WHERE id = ?"
-        if not include_deleted:
-            sql += " AND deleted_at IS NULL"
-        r = self.db.execute(sql, (id,)).fetchone()
-        return _row_to_insight(r) if r else None
-
-    def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
-        out: dict[str, Insight] = {}
-        ids = list(dict.fromkeys(ids))
-        for chunk, q in in_chunks(ids, 900):
-            for r in self.db.execute(
-                f"SELECT {_INSIGHT_COLS} FROM insights WHERE id IN ({q}) AND +deleted_at IS NULL", chunk
-            ):
-                out[r[0]] = _row_to_insight(r)
-        return out
-
-    def find_by_content(self, content: str) -> str | None:
-        # Byte-identical: SQLite compares TEXT with memcmp under the default BINARY collation.
-        r = self.db.execute(
-            "SELECT id FROM insights WHERE content = ? AND deleted_at IS NULL ORDER BY rowid LIMIT 1", (content,)
-        ).fetchone()
-        return r[0] if r else None
-
     def count_active(self) -> int:
         return self.db.execute("SELECT count(*) FROM insights WHERE deleted_at IS NULL").fetchone()[0]
 
-    def count_deleted(self) -> int:
-        return self.db.execute("SELECT count(*) FROM insights WHERE deleted_at IS NOT NULL").fetchone()[0]
-
     def iter_active(self, filters: Filters = NO_FILTERS) -> Iterator[Insight]:
-        where, args = _where(filters)
-        for r in self.db.execute(f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} ORDER BY rowid", args):
-            yield _row_to_insight(r)
-
-    def latest(
-        self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
-        limit: int, filters: Filters = NO_FILTERS,
-    ) -> list[Insight]:
-        where, args = _where(filters)
-        if source is not None:
-            where += " AND source = ?"
-            args.append(source)
-        if since is not None:
-            where += " AND created_at >= ?"
-            args.append(since)
-        if exclude is not None:
-            where += " AND id != ?"
-            args.append(exclude)
-        rows = self.db.execute(
-            f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            [*args, limit],
-        )
-        return [_row_to_insight(r) for r in rows]
+        sql, args = where(filters)
+        # A cursor, not `_exec`: the rows stream.
+        cur = self.db.execute(DIALECT.render(f"SELECT {INSIGHT_COLS} FROM insights WHERE {sql} ORDER BY rowid"), args)
+        for r in cur:
+            yield self._insight(r)
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
         self._graph_write()
@@ -552,31 +478,6 @@ class SQLiteStore:
             "UPDATE insights SET effective_importance = ? WHERE id = ?", [(v, k) for k, v in values.items()]
         )
 
-    def prune_candidates(self, *, exclude: str | None, stored_before: str | None, limit: int) -> list[Insight]:
-        sql = (
-            f"SELECT {_INSIGHT_COLS} FROM insights WHERE deleted_at IS NULL AND importance < 4 "
-            "AND access_count < 3"
-        )
-        args: list[object] = []
-        if exclude is not None:
-            sql += " AND id != ?"
-            args.append(exclude)
-        if stored_before is not None:
-            sql += " AND COALESCE(stored_at, created_at) <= ?"
-            args.append(stored_before)
-        sql += " ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
-        return [_row_to_insight(r) for r in self.db.execute(sql, [*args, limit])]
-
-    def like_search(self, query: str, filters: Filters, limit: int) -> list[Insight]:
-        where, args = _where(filters)
-        pattern = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self.db.execute(
-            f"SELECT {_INSIGHT_COLS} FROM insights WHERE {where} AND content LIKE ? ESCAPE '\\' "
-            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
-            [*args, pattern, limit],
-        )
-        return [_row_to_insight(r) for r in rows]
-
     # ------------------------------------------------------------------ tokens and entities
 
     def token_hits(
@@ -587,15 +488,15 @@ class SQLiteStore:
         if not toks:
             return []
         union = _match_union(len(toks))
-        where, args = _where(filters, "i")
+        scope, args = where(filters, "i")
         if exclude is not None:
-            where += " AND i.id != ?"
+            scope += " AND i.id != ?"
             args.append(exclude)
         # Count postings per insight first, then join each counted insight once.
         sql = (
             f"SELECT i.id, m.hits, i.n_tokens, i.importance, i.created_at FROM "
             f"(SELECT r, count(*) AS hits FROM ({union}) GROUP BY r) m "
-            f"JOIN insights i ON i.rowid = m.r WHERE {where}"
+            f"JOIN insights i ON i.rowid = m.r WHERE {scope}"
         )
         tail: list[object] = []
         if limit is not None:
@@ -607,24 +508,24 @@ class SQLiteStore:
             else:
                 sql += " ORDER BY m.hits DESC, i.importance DESC, i.created_at DESC, i.id ASC LIMIT ?"
                 tail = [limit]
-        return [TokenHit(*r) for r in self.db.execute(sql, [*map(_fts_phrase, toks), *args, *tail])]
+        return [TokenHit(*r) for r in self._exec(sql, [*map(_fts_phrase, toks), *args, *tail])]
 
     def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
         toks = sorted(set(tokens))
         if not toks:
             return [], []
-        where, args = _where(NO_FILTERS, "i")
+        scope, args = where(NO_FILTERS, "i")
         # The postings are counted once (the costly part) and ranked twice.
         sql = (
             f"WITH j AS MATERIALIZED (SELECT i.id, m.hits, i.n_tokens, i.importance, i.created_at FROM "
             f"(SELECT r, count(*) AS hits FROM ({_match_union(len(toks))}) GROUP BY r) m "
-            f"JOIN insights i ON i.rowid = m.r WHERE {where}) "
+            f"JOIN insights i ON i.rowid = m.r WHERE {scope}) "
             "SELECT 0, * FROM (SELECT * FROM j ORDER BY hits DESC, importance DESC, created_at DESC, id ASC LIMIT ?) "
             "UNION ALL SELECT 1, * FROM (SELECT * FROM j "
             "ORDER BY CAST(hits AS REAL) / max(1, min(?, n_tokens)) DESC, id ASC LIMIT ?)"
         )
         tops: tuple[list[TokenHit], list[TokenHit]] = ([], [])
-        for which, *row in self.db.execute(sql, [*map(_fts_phrase, toks), *args, limit, len(toks), limit]):
+        for which, *row in self._exec(sql, [*map(_fts_phrase, toks), *args, limit, len(toks), limit]):
             tops[which].append(TokenHit(*row))
         return tops
 
@@ -660,69 +561,6 @@ class SQLiteStore:
                 out[name] = ids
         return out
 
-    def session_tail(self, session: str) -> str | None:
-        r = self.db.execute(
-            "SELECT t.insight_id FROM conversation_tails t JOIN insights i ON i.id = t.insight_id "
-            "WHERE t.session = ? AND i.deleted_at IS NULL", (session,)
-        ).fetchone()
-        return r[0] if r else None
-
-    def set_session_tail(self, session: str, insight_id: str) -> None:
-        self.db.execute(
-            "INSERT INTO conversation_tails (session, insight_id) VALUES (?, ?) "
-            "ON CONFLICT (session) DO UPDATE SET insight_id = excluded.insight_id", (session, insight_id)
-        )
-
-    def with_entity(self, entity: str, *, exclude: str, limit: int) -> list[str]:
-        rows = self.db.execute(
-            "SELECT i.id FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
-            "WHERE e.entity = ? AND i.deleted_at IS NULL AND i.id != ? "
-            "ORDER BY e.created_at DESC, e.seq DESC LIMIT ?",  # idx_entities_recent, in order
-            (entity, exclude, limit),
-        )
-        return [r[0] for r in rows]
-
-    def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
-        """Which candidates are entities of an active insight: {candidate: stored spelling}."""
-        cands = list(dict.fromkeys(c.lower() if casefold else c for c in candidates))
-        col = "entity_lower" if casefold else "entity"
-        out: dict[str, str] = {}
-        for chunk, q in in_chunks(cands, 900):
-            for key, ent in self.db.execute(
-                f"SELECT e.{col}, min(e.entity) FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
-                f"WHERE e.{col} IN ({q}) AND i.deleted_at IS NULL GROUP BY e.{col}",
-                chunk,
-            ):
-                out[key] = ent
-        return out
-
-    def entity_hits(self, entities_lower: Collection[str], filters: Filters = NO_FILTERS) -> dict[str, int]:
-        ents = sorted(set(entities_lower))
-        if not ents:
-            return {}
-        where, args = _where(filters, "i")
-        q = ",".join("?" * len(ents))
-        rows = self.db.execute(
-            f"SELECT i.id, count(DISTINCT e.entity_lower) FROM insight_entities e "
-            f"JOIN insights i ON i.id = e.insight_id WHERE e.entity_lower IN ({q}) AND {where} GROUP BY i.id",
-            [*ents, *args],
-        )
-        return dict(rows.fetchall())
-
-    def top_entities(self, limit: int) -> list[tuple[str, int]]:
-        rows = self.db.execute(
-            "SELECT e.entity, count(*) AS n FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
-            "WHERE i.deleted_at IS NULL GROUP BY e.entity ORDER BY n DESC, e.entity ASC LIMIT ?",
-            (limit,),
-        )
-        return [(r[0], r[1]) for r in rows]
-
-    def count_by_category(self) -> dict[str, int]:
-        rows = self.db.execute(
-            "SELECT category, count(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
-        )
-        return dict(rows.fetchall())
-
     # ------------------------------------------------------------------ vectors
 
     def _next_vec_seq(self) -> int:
@@ -745,36 +583,22 @@ class SQLiteStore:
             return None
         return decode(r[0])
 
-    def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
-        """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
-        incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
-        with self._lock:
-            cache = self._vectors.get((model, dim))
-            if cache is None:
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
-            top = self.db.execute("SELECT value FROM mnemon_meta WHERE key = 'vec_seq'").fetchone()
-            top_seq = top[0] if top else 0
-            if top_seq > cache.high_water:
-                cur = self.db.execute(
-                    "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights "
-                    "WHERE vec_seq > ? ORDER BY vec_seq",
-                    (cache.high_water,),
-                )
-                # In chunks: a first load of a million vectors must not hold every blob at once as well.
-                while rows := cur.fetchmany(_VECTOR_CHUNK):
-                    cache.apply([(r[0], r[1], r[2], bool(r[3])) for r in rows], cache.high_water)
-                cache.apply([], top_seq)
-            return cache.snapshot()
+    def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
+        cur = self.db.execute(
+            "SELECT id, embedding, embed_model, deleted_at IS NULL FROM insights WHERE vec_seq > ? ORDER BY vec_seq",
+            (after,),
+        )
+        # In chunks: a first load of a million vectors must not hold every blob at once as well.
+        while rows := cur.fetchmany(_VECTOR_CHUNK):
+            yield [(r[0], r[1], r[2], bool(r[3])) for r in rows]
 
-    def ann_index(self, model: str, dim: int) -> AnnIndex | None:
+    def ann_index(self, model: str, dim: int) -> ann.AnnIndex | None:
         """The HNSW index beside this database (`store/ann.py`) when it can serve recall's vector signal for
         (model, dim): usearch installed, the file built, at least `ANN_MIN_ROWS` vectors. None: exact scan."""
-        from . import ann
-
         with self._lock:
             idx = self._ann.get((model, dim))
-            if idx is None or not idx.open() or idx.size() < ann.ANN_MIN_ROWS:
-                idx = ann.usable(self.db, self.path, model, dim)
+            if idx is None or not idx.open() or idx.size() < base.ANN_MIN_ROWS:
+                idx = ann.usable(self.db, self.path, model, dim, base.ANN_MIN_ROWS)
                 if idx is not None:
                     self._ann[(model, dim)] = idx
             return idx
@@ -782,15 +606,13 @@ class SQLiteStore:
     def maintain_vector_index(self, model: str, dim: int) -> int:
         """Build or refresh the HNSW file when usearch is installed and the model has `ANN_MIN_ROWS` vectors;
         returns the rows written or folded in (0: nothing to do, recall keeps the exact scan)."""
-        from . import ann
-
         if not ann.available():
             return 0
         n = self.db.execute(
             "SELECT count(*) FROM insights WHERE embed_model = ? AND deleted_at IS NULL AND length(embedding) = ?",
             (model, 4 * dim),
         ).fetchone()[0]
-        if n < ann.ANN_MIN_ROWS:
+        if n < base.ANN_MIN_ROWS:
             return 0
         with self._lock:
             self._ann.pop((model, dim), None)  # reopened on the next recall
@@ -802,15 +624,6 @@ class SQLiteStore:
             "WHERE deleted_at IS NULL AND embedding IS NOT NULL GROUP BY 1"
         )
         return dict(rows.fetchall())
-
-    def unembedded(self, model: str, limit: int) -> list[Insight]:
-        rows = self.db.execute(
-            f"SELECT {_INSIGHT_COLS} FROM insights WHERE deleted_at IS NULL "
-            "AND (embedding IS NULL OR embed_model IS NOT ?) "
-            "ORDER BY importance DESC, created_at DESC, id LIMIT ?",
-            (model, limit),
-        )
-        return [_row_to_insight(r) for r in rows]
 
     # ------------------------------------------------------------------ edges
 
@@ -827,35 +640,6 @@ class SQLiteStore:
             ),
         )
 
-    def edges_of(self, ids: Sequence[str]) -> list[Edge]:
-        out: list[Edge] = []
-        ids = list(dict.fromkeys(ids))
-        for chunk, q in in_chunks(ids, 400):
-            rows = self.db.execute(
-                "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
-                f"WHERE source_id IN ({q}) UNION "
-                "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
-                f"WHERE target_id IN ({q})",
-                [*chunk, *chunk],
-            )
-            out.extend(_row_to_edge(r) for r in rows)
-        return out
-
-    def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
-        ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        q = ",".join("?" * len(ids))
-        sql = (
-            "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
-            f"WHERE source_id IN ({q}) AND target_id IN ({q})"
-        )
-        args: list[str] = [*ids, *ids]
-        if edge_type is not None:
-            sql += " AND edge_type = ?"
-            args.append(edge_type)
-        return [_row_to_edge(r) for r in self.db.execute(sql + " ORDER BY source_id, target_id", args)]
-
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         found: set[tuple[str, str, str]] = set()
         rows = list(dict.fromkeys(keys))
@@ -869,27 +653,12 @@ class SQLiteStore:
             ))
         return found
 
-    def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        out = dict.fromkeys(ids, 0)
-        ids = list(out)
-        for chunk, q in in_chunks(ids, 400):
-            for id_, n in self.db.execute(
-                f"SELECT source_id, count(*) FROM edges WHERE source_id IN ({q}) GROUP BY source_id "
-                f"UNION ALL SELECT target_id, count(*) FROM edges WHERE target_id IN ({q}) GROUP BY target_id",
-                [*chunk, *chunk],
-            ):
-                out[id_] += n
-        return out
-
-    def count_edges(self) -> int:
-        return self.db.execute("SELECT count(*) FROM edges").fetchone()[0]
-
     def iter_edges(self) -> Iterator[Edge]:
         for r in self.db.execute(
             "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
             "ORDER BY source_id, target_id, edge_type"
         ):
-            yield _row_to_edge(r)
+            yield self._edge(r)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
         self._graph_write()
@@ -924,76 +693,98 @@ class SQLiteStore:
             "ON CONFLICT(key) DO UPDATE SET value = value + 1"
         )
 
-    def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
-        out: dict[str, tuple[int, str, str, str]] = {}
-        ids = list(dict.fromkeys(ids))
-        for chunk, q in in_chunks(ids, 900):
-            for r in self.db.execute(
-                f"SELECT id, importance, created_at, category, source FROM insights "
-                f"WHERE id IN ({q}) AND +deleted_at IS NULL",
-                chunk,
-            ):
-                out[r[0]] = (r[1], r[2], r[3] or "general", r[4] or "")
-        return out
-
-    def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float, str | None]]:
-        out: list[tuple[str, str, str, float, str | None]] = []
-        ids = list(dict.fromkeys(ids))
-        sub = "CASE WHEN e.edge_type = 'temporal' THEN json_extract(e.metadata, '$.sub_type') END"
-        for chunk, q in in_chunks(ids, 400):
-            out.extend(
-                self.db.execute(
-                    f"SELECT e.source_id, e.target_id, e.edge_type, e.weight, {sub} FROM edges e "
-                    "JOIN insights i ON i.id = e.target_id AND +i.deleted_at IS NULL "
-                    f"WHERE e.source_id IN ({q}) UNION ALL "
-                    f"SELECT e.target_id, e.source_id, e.edge_type, e.weight, {sub} FROM edges e "
-                    "JOIN insights i ON i.id = e.source_id AND +i.deleted_at IS NULL "
-                    f"WHERE e.target_id IN ({q})",
-                    [*chunk, *chunk],
-                )
-            )
-        return out
-
-    def superseded_ids(self) -> set[str]:
-        rows = self.db.execute(
-            "SELECT DISTINCT e.target_id FROM edges e JOIN insights i ON i.id = e.target_id "
-            "WHERE e.edge_type = 'supersedes' AND +i.deleted_at IS NULL"
-        )
-        return {r[0] for r in rows}
-
     # ------------------------------------------------------------------ oplog
 
-    def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        if self._depth == 0:  # alone: a transaction of its own, as the retention trim runs at a commit
-            with self.transaction():
-                return self.log(operation, insight_id, detail, now)
-        self.db.execute(
-            "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?,?,?,?)",
-            (operation, insight_id, detail, now),
-        )
-        self._trim_due = now  # once at commit, however many rows the transaction logs
+    def _in_transaction(self) -> bool:
+        return self._depth > 0
+
+    def _trim_at_commit(self, now: str) -> None:
+        self._trim_due = now
 
     def _trim_oplog(self, now: str) -> None:
-        """`OplogRetention`: two index range deletes (created_at, then the id primary key)."""
         self._trim_due = None
-        cutoff = self.oplog_retention.cutoff(now)
-        if cutoff is not None:
-            self.db.execute("DELETE FROM oplog WHERE created_at < ?", (cutoff,))
-        if self.oplog_retention.max_rows > 0:
-            self.db.execute(
-                "DELETE FROM oplog WHERE id <= (SELECT max(id) FROM oplog) - ?", (self.oplog_retention.max_rows,)
-            )
+        for sql, args in oplog_trim(self.oplog_retention, now):
+            self.db.execute(DIALECT.render(sql), args)
 
-    def oplog_oldest(self) -> str | None:
-        return self.db.execute("SELECT min(created_at) FROM oplog").fetchone()[0]
+    # ------------------------------------------------------------------ copy (`mnemon migrate`)
 
-    def read_log(self, limit: int) -> list[OplogEntry]:
-        rows = self.db.execute(
-            "SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id DESC LIMIT ?", (limit,)
+    def dump_insights(self) -> Iterator[DumpRow]:
+        """Every insight in rowid order with its tokens and vector. A blob that is not whole float32 values is
+        dropped."""
+        cols = ", ".join("i." + c for c in INSIGHT_COLUMNS)
+        cur = self.db.execute(
+            f"SELECT {cols}, f.terms, i.embedding, i.embed_model FROM insights i "
+            "LEFT JOIN insights_fts f ON f.rowid = i.rowid ORDER BY i.rowid"
         )
-        return [
-            OplogEntry(id=r[0], operation=r[1], insight_id=r[2], detail=r[3] or "", created_at=r[4]) for r in rows
-        ]
+        for r in cur:
+            ins = self._insight(r, Insight.model_construct)
+            if r[14] is None:
+                toks = token_set(document(ins.content, ins.tags, ins.entities))
+            else:
+                toks = frozenset(r[14].split())
+            blob = r[15]
+            vec = np.frombuffer(blob, dtype="<f4").astype(np.float32) if blob and len(blob) % 4 == 0 else None
+            yield DumpRow(ins, toks, vec, r[16] if vec is not None else None)
 
-    def count_log(self) -> int:
-        return self.db.execute("SELECT count(*) FROM oplog").fetchone()[0]
+    def dump_tails(self) -> Iterator[tuple[str, str]]:
+        # None from a file older than the table (a read-only source is not migrated).
+        if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'conversation_tails'").fetchone():
+            yield from super().dump_tails()
+
+    # ------------------------------------------------------------------ statements
+
+    def _exec(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
+        return self.db.execute(DIALECT.render(sql), args).fetchall()
+
+
+# ---------------------------------------------------------------------------------------------- the backend
+
+
+def open_store(settings: Settings) -> SQLiteStore:
+    migrate_legacy(settings)
+    return SQLiteStore(settings.db_path, readonly=settings.readonly, oplog_retention=settings.oplog_retention)
+
+
+def list_stores(data_dir: Path) -> list[str]:
+    """The store directories under `<data-dir>/data/`, sorted."""
+    root = data_dir / "data"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and STORE_NAME_RE.fullmatch(p.name))
+
+
+class Directories:
+    """`Catalog` of the stores under a data dir: one directory each, holding its `mnemon.db`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    def names(self) -> list[str]:
+        return list_stores(self.data_dir)
+
+    def exists(self, name: str) -> bool:
+        return (self.data_dir / "data" / name).is_dir()
+
+    def create(self, name: str) -> None:
+        SQLiteStore(self.data_dir / "data" / name / "mnemon.db").close()
+
+    def remove(self, name: str) -> None:
+        shutil.rmtree(self.data_dir / "data" / name)
+
+
+def catalog(settings: Settings) -> Directories:
+    return Directories(settings.data_dir)
+
+
+def migrate_legacy(settings: Settings) -> None:
+    """A pre-store `<data-dir>/mnemon.db` moves to `data/default/mnemon.db` (with -wal, -shm)."""
+    legacy = settings.data_dir / "mnemon.db"
+    target = settings.data_dir / "data" / "default" / "mnemon.db"
+    if settings.readonly or not legacy.exists() or target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        src = legacy.with_name("mnemon.db" + suffix)
+        if src.exists():
+            src.rename(target.with_name("mnemon.db" + suffix))
+    print(f"mnemon: migrated database to {target}", file=sys.stderr)

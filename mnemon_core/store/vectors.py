@@ -78,16 +78,3 @@ class VectorCache:
             return self._ids[:], self._mat[: self._n]
         idx = np.flatnonzero(live)
         return [self._ids[i] for i in idx], self._mat[idx]
-
-    def scores(self, query: np.ndarray) -> tuple[list[str], np.ndarray]:
-        """Cosine of every live row with a unit query vector."""
-        ids, mat = self.snapshot()
-        if not ids:
-            return ids, np.zeros(0, dtype=np.float32)
-        return ids, mat @ np.asarray(query, dtype=np.float32)
-
-    def get(self, id_: str) -> np.ndarray | None:
-        r = self._row.get(id_)
-        if r is None or not self._live[r]:
-            return None
-        return self._mat[r]

@@ -1,0 +1,465 @@
+"""The store contract (`mnemon_core/store/base.py`): every protocol method, called through the protocol on each
+backend (SQLite, and Postgres where tests/pg.py can start one), with the exact answer the contract promises.
+A last test keeps this file complete: a protocol method nobody calls here fails it."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mnemon_core.lifecycle import IMMUNE_ACCESS, IMMUNE_IMPORTANCE
+from mnemon_core.models import Edge, Insight, OplogEntry
+from mnemon_core.store import base, catalog, open_store
+from mnemon_core.store.base import Filters, Store, TokenHit, bm25
+from mnemon_core.text import document, stem, terms
+
+T0 = "2026-01-01T00:00:00Z"
+T1 = "2026-01-01T01:00:00Z"
+T2 = "2026-01-02T00:00:00Z"
+IMMUNE = {"immune_importance": IMMUNE_IMPORTANCE, "immune_access": IMMUNE_ACCESS}
+
+# id, content, category, importance, tags, entities, source, created_at, tokens
+ROWS = [
+    ("a", "Redis cache because latency matters", "decision", 4, ["infra"], ["Redis"], "agent1", T0,
+     {"redis", "cache", "latency"}),
+    ("b", "redis eviction policy", "fact", 2, [], ["Redis"], "agent1", T0, {"redis", "eviction", "policy"}),
+    ("c", "Postgres pool settings", "fact", 3, [], ["Postgres"], "Agent2", T1, {"postgres", "pool"}),
+    ("d", "Café opening hours", "general", 1, [], [], "agent2", T1, {"cafe", "hours"}),
+    ("e", "an old redis note to forget", "general", 2, [], ["Redis"], "agent3", T2, {"redis", "note"}),
+]
+A, B, C = (np.array(v, dtype=np.float32) for v in ([1, 0, 0, 0], [0, 1, 0, 0], [0.6, 0.8, 0, 0]))
+
+
+def insight(id_: str) -> Insight:
+    _, content, cat, imp, tags, ents, src, ts, _ = next(r for r in ROWS if r[0] == id_)
+    return Insight(id=id_, content=content, category=cat, importance=imp, tags=tags, entities=ents, source=src,
+                   created_at=ts, updated_at=ts, stored_at=ts)
+
+
+def edge(s: str, t: str, typ: str, w: float, meta: dict[str, str] | None = None) -> Edge:
+    return Edge(source_id=s, target_id=t, edge_type=typ, weight=w, metadata=meta or {}, created_at=T1)
+
+
+def keys(edges: list[Edge]) -> list[tuple[str, str, str]]:
+    return [(e.source_id, e.target_id, str(e.edge_type)) for e in edges]
+
+
+@pytest.fixture
+def store(mem) -> Store:
+    """The store `Memory` opens for the backend (through the backend table), empty."""
+    return mem.store
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    """Five insights (e soft-deleted), vectors, edges, a session tail and two oplog rows, written through the
+    protocol."""
+    with store.transaction():
+        for r in ROWS:
+            store.insert_insight(insight(r[0]), r[8])
+        store.set_vector("a", A, "m4")
+        store.set_vector("b", B, "m4")
+        store.set_vector("c", C, "m4")
+        store.set_vector("d", np.array([3, 4], dtype=np.float32), "other")
+        store.upsert_edge(edge("a", "b", "semantic", 0.9, {"k": "ab"}))
+        store.upsert_edge(edge("a", "c", "causal", 0.3))
+        store.upsert_edge(edge("c", "a", "temporal", 0.5, {"sub_type": "backbone"}))
+        store.upsert_edge(edge("d", "b", "supersedes", 1.0))
+        store.upsert_edge(edge("e", "a", "entity", 1.0))
+        store.upsert_edge(edge("a", "b", "semantic", 0.7))  # the same key again: an update
+        store.log("remember", "a", "first", T0)
+    store.soft_delete(["e"], T2)
+    store.log("forget", "e", "", T2)  # outside a transaction: one of its own
+    store.set_session_tail("s1", "b")
+    return store
+
+
+# ---------------------------------------------------------------------------------------------- lifecycle
+
+
+def test_lifecycle(store: Store, store_backend: str, mem) -> None:
+    if store_backend == "sqlite":
+        assert store.location == str(mem.settings.db_path)
+    else:  # the URL without its password, and the store
+        assert store.location.endswith(f"(store {mem.settings.store})") and "postgresql://" in store.location
+    with store.transaction():
+        store.insert_insight(insight("a"), {"redis"})
+        with pytest.raises(RuntimeError):
+            with store.transaction():  # a savepoint: rolled back alone
+                store.insert_insight(insight("b"), {"redis"})
+                raise RuntimeError
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.insert_insight(insight("c"), {"postgres"})
+            raise RuntimeError
+    assert [i.id for i in store.iter_active()] == ["a"]
+    assert isinstance(store.size_bytes(), int) and store.size_bytes() > 0
+    store.close()
+    again = open_store(mem.settings)
+    try:
+        assert again.get_insight("a") == insight("a")  # committed means on disk / on the server
+    finally:
+        again.close()
+
+
+# ---------------------------------------------------------------------------------------------- insights
+
+
+def test_insights(filled: Store) -> None:
+    s = filled
+    assert s.get_insight("a") == insight("a")
+    assert s.get_insight("e") is None
+    gone = s.get_insight("e", include_deleted=True)
+    assert gone == insight("e").model_copy(update={"deleted_at": T2, "updated_at": T2})
+    assert s.get_insight("zz") is None
+    assert s.get_insights(["c", "a", "e", "zz", "a"]) == {"c": insight("c"), "a": insight("a")}
+    assert s.get_insights([]) == {}
+    assert s.find_by_content("Redis cache because latency matters") == "a"
+    assert s.find_by_content("redis cache because latency matters") is None  # byte-identical only
+    assert s.find_by_content("an old redis note to forget") is None
+    assert (s.count_active(), s.count_deleted()) == (4, 1)
+    assert [i.id for i in s.iter_active()] == ["a", "b", "c", "d"]
+    assert [i.id for i in s.iter_active(Filters(category="fact"))] == ["b", "c"]
+    assert [i.id for i in s.iter_active(Filters(source="agent1"))] == ["a", "b"]
+    # newest first; a tie on created_at goes to the later insert
+    assert [i.id for i in s.latest(limit=10)] == ["d", "c", "b", "a"]
+    assert s.latest(limit=1) == [insight("d")]
+    assert [i.id for i in s.latest(source="agent1", limit=1)] == ["b"]
+    assert [i.id for i in s.latest(since=T1, limit=10)] == ["d", "c"]
+    assert [i.id for i in s.latest(exclude="d", limit=2)] == ["c", "b"]
+    assert [i.id for i in s.latest(limit=10, filters=Filters(category="fact", source="Agent2"))] == ["c"]
+
+
+def test_writes_to_insights(filled: Store) -> None:
+    s = filled
+    s.touch(["a", "a", "b"], T2)  # an id listed twice counts twice
+    s.touch(["c"], T2, inc=3)
+    got = s.get_insights(["a", "b", "c", "d"])
+    assert {k: (v.access_count, v.last_accessed_at) for k, v in got.items()} == {
+        "a": (2, T2), "b": (1, T2), "c": (3, T2), "d": (0, None)}
+    s.set_effective_importance({"a": 0.9, "b": 0.1})
+    assert [s.get_insight(i).effective_importance for i in "abcd"] == [0.9, 0.1, 0.5, 0.5]
+    # b (EI 0.1) before d (0.5); a is important, c was read three times: immune
+    assert [i.id for i in s.prune_candidates(exclude=None, stored_before=None, limit=10, **IMMUNE)] == ["b", "d"]
+    assert s.prune_candidates(exclude=None, stored_before=None, limit=1, **IMMUNE) == [s.get_insight("b")]
+    assert [i.id for i in s.prune_candidates(exclude="b", stored_before=None, limit=10, **IMMUNE)] == ["d"]
+    assert [i.id for i in s.prune_candidates(exclude=None, stored_before=T0, limit=10, **IMMUNE)] == ["b"]
+    # the thresholds are the caller's
+    assert [i.id for i in s.prune_candidates(exclude=None, stored_before=None, limit=10, immune_importance=2,
+                                             immune_access=3)] == ["d"]
+    assert [i.id for i in s.prune_candidates(exclude=None, stored_before=None, limit=10, immune_importance=5,
+                                             immune_access=4)] == ["b", "c", "d", "a"]
+    s.soft_delete(["b", "zz"], T2)
+    assert s.get_insight("b") is None and s.count_active() == 3 and s.count_deleted() == 2
+    assert keys(s.edges_of(["b"])) == []  # its edges went with it
+
+
+def test_like_search(filled: Store) -> None:
+    s = filled
+    assert [i.id for i in s.like_search("CACHE", Filters(), 10)] == ["a"]  # ASCII letters fold
+    assert [i.id for i in s.like_search("café", Filters(), 10)] == ["d"]
+    assert s.like_search("CAFÉ", Filters(), 10) == []  # other letters do not
+    assert s.like_search("%", Filters(), 10) == [] and s.like_search("_", Filters(), 10) == []  # literal
+    assert [i.id for i in s.like_search("redis", Filters(), 10)] == ["a", "b"]  # by importance; not e (deleted)
+    assert [i.id for i in s.like_search("redis", Filters(category="fact"), 10)] == ["b"]
+    assert [i.id for i in s.like_search("s", Filters(), 2)] == ["a", "c"]
+
+
+def _ascii_lower(text: str) -> str:
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=st.text(alphabet="aAcCéÉ%_\\ sdR", max_size=4))
+def test_like_search_is_an_ascii_folded_substring_test(filled: Store, query: str) -> None:
+    """Whatever the query (LIKE's wildcards and escape included): the active insights whose content holds it,
+    ASCII letters folded, by importance."""
+    want = [r[0] for r in sorted(ROWS, key=lambda r: -r[3])
+            if r[0] != "e" and _ascii_lower(query) in _ascii_lower(r[1])]
+    assert [i.id for i in filled.like_search(query, Filters(), 10)] == want
+
+
+def test_long_id_lists_span_statements(filled: Store) -> None:
+    """SQLite binds a few hundred ids per statement, Postgres one array: past those limits the answers are
+    those of the short lists."""
+    many = [f"x{i}" for i in range(1500)]
+    ids = [*many[:700], "c", *many[700:], "a", "e"]
+    assert s_keys(filled.get_insights(ids)) == ["a", "c"]
+    assert filled.insight_meta(ids) == filled.insight_meta(["a", "c"])
+    assert {k: v for k, v in filled.edge_counts(ids).items() if v} == {"a": 3, "c": 2}
+    assert sorted(keys(filled.edges_of(ids))) == sorted(keys(filled.edges_of(["a", "c"])))
+    assert sorted(filled.adjacency(ids)) == sorted(filled.adjacency(["a", "c"]))
+    assert filled.known_entities([*many, "Postgres"]) == {"Postgres": "Postgres"}
+
+
+def s_keys(found: dict[str, Insight]) -> list[str]:
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------- search
+
+
+def test_tokens(filled: Store) -> None:
+    s = filled
+    a, b = TokenHit("a", 2, 3, 4, T0), TokenHit("b", 1, 3, 2, T0)
+    assert sorted(s.token_hits(["redis", "cache"])) == [a, b]
+    assert s.token_hits(["redis", "cache"], limit=1) == [a]
+    assert s.token_hits(["redis", "cache", "cache"], limit=5) == [a, b]
+    assert s.token_hits(["redis", "cache"], limit=5, order="overlap") == [a, b]  # 2/2, then 1/2
+    # overlap: hits / min(3, n_tokens), c's 1/2 before a's and b's 1/3 (then by id); coverage: importance breaks ties
+    assert s.token_hits(["redis", "pool", "x"], limit=5, order="overlap") == [
+        TokenHit("c", 1, 2, 3, T1), TokenHit("a", 1, 3, 4, T0), TokenHit("b", 1, 3, 2, T0)]
+    assert s.token_hits(["redis", "pool", "x"], limit=5) == [
+        TokenHit("a", 1, 3, 4, T0), TokenHit("c", 1, 2, 3, T1), TokenHit("b", 1, 3, 2, T0)]
+    assert s.token_hits(["redis"], filters=Filters(category="fact")) == [b]
+    assert s.token_hits(["redis"], exclude="a") == [b]
+    assert s.token_hits(["note"]) == [] and s.token_hits([]) == []  # e is deleted
+    assert s.token_tops(["redis", "cache"], 1) == ([a], [a])
+    assert s.token_tops([], 1) == ([], [])
+    assert s.insight_tokens(["a", "zz"]) == {"a": frozenset({"redis", "cache", "latency"})}
+    assert s.insight_tokens([]) == {}
+
+
+def test_term_scores_are_fts5_bm25(filled: Store) -> None:
+    """The oracle: `base.bm25` (held bit-identical to FTS5 by test_bm25_stores) over the active insights' terms."""
+    docs = {r[0]: terms(document(r[1], r[4], r[5])) for r in ROWS if r[0] != "e"}
+    total = sum(len(t) for t in docs.values())
+    term = stem("redis")
+    holders = {i: t for i, t in docs.items() if term in t}
+    want = [(i, bm25(t.count(term), len(t), len(docs), len(holders), total)) for i, t in holders.items()]
+    assert sorted(holders) == ["a", "b"]
+    assert sorted(filled.term_scores(term)) == want
+    assert filled.term_scores("nothing") == []
+
+
+def test_sources_sessions_entities(filled: Store) -> None:
+    s = filled
+    assert s.source_hits(["AGENT1", "agent2", "agent3", "nobody"]) == {"AGENT1": ["a", "b"], "agent2": ["c", "d"]}
+    assert s.source_hits([]) == {}
+    assert s.session_tail("s1") == "b"
+    assert s.session_tail("s2") is None
+    s.set_session_tail("s1", "c")
+    s.set_session_tail("s2", "e")
+    assert (s.session_tail("s1"), s.session_tail("s2")) == ("c", None)  # a deleted tail is no tail
+    assert s.with_entity("Redis", exclude="zz", limit=5) == ["b", "a"]
+    assert s.with_entity("Redis", exclude="zz", limit=1) == ["b"]
+    assert s.with_entity("Redis", exclude="b", limit=5) == ["a"]
+    assert s.with_entity("redis", exclude="zz", limit=5) == []
+    assert s.known_entities(["Redis", "redis", "Nope"]) == {"Redis": "Redis"}
+    assert s.known_entities(["REDIS", "postgres"], casefold=True) == {"redis": "Redis", "postgres": "Postgres"}
+    assert s.known_entities([]) == {}
+    assert s.entity_hits(["redis", "postgres"]) == {"a": 1, "b": 1, "c": 1}
+    assert s.entity_hits(["redis", "postgres"], Filters(source="agent1")) == {"a": 1, "b": 1}
+    assert s.entity_hits([]) == {}
+    assert s.top_entities(10) == [("Redis", 2), ("Postgres", 1)]
+    assert s.top_entities(1) == [("Redis", 2)]
+    assert s.count_by_category() == {"decision": 1, "fact": 2, "general": 1}
+
+
+# ---------------------------------------------------------------------------------------------- vectors
+
+
+def test_vectors(filled: Store) -> None:
+    s = filled
+    assert np.array_equal(s.get_vector("a", "m4"), A)
+    assert s.get_vector("a", "other") is None and s.get_vector("zz", "m4") is None
+    ids, mat = s.vector_matrix("m4", 4)
+    assert ids == ["a", "b", "c"] and np.allclose(mat, np.stack([A, B, C]), atol=1e-7)
+    ids, mat = s.vector_matrix("other", 2)
+    assert ids == ["d"] and np.allclose(mat, [[0.6, 0.8]], atol=1e-7)  # unit rows
+    assert s.vector_matrix("m4", 8)[0] == []
+    assert s.ann_index("m4", 4) is None  # 3 vectors: below ANN_MIN_ROWS, the exact scan
+    got = s.nearest("m4", np.array([2, 0, 0, 0], dtype=np.float32), 2)
+    assert [i for i, _ in got] == ["a", "c"] and [c for _, c in got] == pytest.approx([1.0, 0.6], abs=1e-6)
+    assert s.maintain_vector_index("m4", 4) == 0
+    assert s.vector_counts() == {"m4:4": 3, "other:2": 1}
+    assert [i.id for i in s.unembedded("m4", 10)] == ["d"]
+    assert [i.id for i in s.unembedded("other", 2)] == ["a", "c"]  # by importance
+    s.set_vector("a", C, "m4")  # replaced
+    assert np.array_equal(s.get_vector("a", "m4"), C)
+    s.soft_delete(["c"], T2)
+    assert s.vector_matrix("m4", 4)[0] == ["a", "b"] and s.vector_counts() == {"m4:4": 2, "other:2": 1}
+
+
+def test_ann_index_serves_from_the_threshold(
+    filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above `ANN_MIN_ROWS` a backend with an index hands it out; it answers as the exact scan on three rows.
+    SQLite keeps its index in a usearch file (built by `maintain_vector_index`), Postgres in an HNSW index."""
+    s = filled
+    monkeypatch.setattr(base, "ANN_MIN_ROWS", 2)
+    if store_backend == "sqlite":
+        pytest.importorskip("usearch")
+        assert s.ann_index("m4", 4) is None  # no file yet
+        assert s.maintain_vector_index("m4", 4) == 3
+    else:
+        assert s.maintain_vector_index("m4", 4) == 0  # the index follows every write
+        s._exec("ANALYZE {s}.vectors")  # type: ignore[attr-defined]  # its size comes from the statistics
+    index = s.ann_index("m4", 4)
+    assert index is not None and index.stale() is False
+    found, cos = index.search(np.array([1, 0, 0, 0], dtype=np.float32), 2)
+    assert index.ids(found) == ["a", "c"] and list(cos) == pytest.approx([1.0, 0.6], abs=1e-6)
+    got = index.cosines(["c", "zz", "a"], np.array([1, 0, 0, 0], dtype=np.float32))
+    assert got[0] == pytest.approx(0.6, abs=1e-6) and np.isnan(got[1]) and got[2] == pytest.approx(1.0, abs=1e-6)
+    assert [i for i, _ in s.nearest("m4", np.array([0, 1, 0, 0], dtype=np.float32), 2)] == ["b", "c"]
+
+
+# ---------------------------------------------------------------------------------------------- edges
+
+
+def test_edges(filled: Store) -> None:
+    s = filled
+    assert keys(s.iter_edges()) == [  # primary-key order; e's edge went with it
+        ("a", "b", "semantic"), ("a", "c", "causal"), ("c", "a", "temporal"), ("d", "b", "supersedes")]
+    ab = next(e for e in s.edges_of(["a"]) if e.target_id == "b")
+    assert ab == edge("a", "b", "semantic", 0.7)  # the upsert replaced weight and metadata
+    assert sorted(keys(s.edges_of(["a", "a"]))) == [("a", "b", "semantic"), ("a", "c", "causal"),
+                                                    ("c", "a", "temporal")]
+    assert s.edges_of([]) == []
+    assert keys(s.edges_among(["a", "b", "c"])) == [("a", "b", "semantic"), ("a", "c", "causal"),
+                                                    ("c", "a", "temporal")]
+    assert s.edges_among(["a", "b", "c"], "causal") == [edge("a", "c", "causal", 0.3)]
+    assert s.edges_among([]) == []
+    assert s.existing_edges([("a", "b", "semantic"), ("b", "a", "semantic"), ("a", "c", "causal"),
+                             ("a", "b", "semantic"), ("zz", "a", "entity")]) == {
+        ("a", "b", "semantic"), ("a", "c", "causal")}
+    assert s.existing_edges([]) == set()
+    assert s.edge_counts(["a", "b", "zz", "a"]) == {"a": 3, "b": 2, "zz": 0}
+    assert s.count_edges() == 4
+    before = s.graph_version()
+    assert s.graph_version() == before  # reading changes nothing
+    s.delete_edge("a", "c", "causal")
+    assert s.graph_version() != before
+    assert s.count_edges() == 3 and s.edges_among(["a", "c"], "causal") == []
+    s.delete_edge("a", "c", "causal")  # gone already: nothing to do
+    assert s.count_edges() == 3
+
+
+def test_recall_reads(filled: Store) -> None:
+    s = filled
+    assert s.insight_meta(["a", "e", "zz", "c"]) == {"a": (4, T0, "decision", "agent1"), "c": (3, T1, "fact", "Agent2")}
+    assert s.insight_meta([]) == {}
+    assert sorted(s.adjacency(["a"])) == [
+        ("a", "b", "semantic", 0.7, None), ("a", "c", "causal", 0.3, None), ("a", "c", "temporal", 0.5, "backbone")]
+    assert sorted(s.adjacency(["b", "b"])) == [("b", "a", "semantic", 0.7, None), ("b", "d", "supersedes", 1.0, None)]
+    assert s.adjacency([]) == []
+    assert s.superseded_ids() == {"b"}
+    before = s.graph_version()
+    s.upsert_edge(edge("b", "c", "causal", 0.2))
+    after = s.graph_version()
+    assert after != before
+    s.insert_insight(Insight(id="f", content="f", created_at=T2, updated_at=T2), {"f"})
+    assert s.graph_version() != after
+
+
+# ---------------------------------------------------------------------------------------------- oplog, dump
+
+
+def test_oplog(filled: Store) -> None:
+    s = filled
+    assert s.count_log() == 2
+    assert [(o.operation, o.insight_id, o.detail, o.created_at) for o in s.read_log(10)] == [
+        ("forget", "e", "", T2), ("remember", "a", "first", T0)]
+    assert [o.operation for o in s.read_log(1)] == ["forget"]
+    assert s.oplog_oldest() == T0
+    first, second = s.read_log(10)[::-1]
+    assert second.id > first.id
+
+
+def test_empty_store(store: Store) -> None:
+    assert (store.count_active(), store.count_deleted(), store.count_edges(), store.count_log()) == (0, 0, 0, 0)
+    assert store.oplog_oldest() is None and store.read_log(5) == []
+    ids, mat = store.vector_matrix("m4", 4)
+    assert ids == [] and mat.shape == (0, 4)
+    assert store.nearest("m4", A, 3) == [] and store.vector_counts() == {}
+    assert store.top_entities(5) == [] and store.count_by_category() == {} and store.superseded_ids() == set()
+    assert list(store.dump_insights()) == [] and list(store.dump_oplog()) == [] and list(store.dump_tails()) == []
+
+
+def dumped(s: Store) -> tuple[list, list, list, list]:
+    rows = [(r.insight, r.tokens, None if r.vector is None else r.vector.tolist(), r.model) for r in s.dump_insights()]
+    return rows, list(s.iter_edges()), list(s.dump_oplog()), list(s.dump_tails())
+
+
+def test_dump(filled: Store) -> None:
+    rows, edges, oplog, tails = dumped(filled)
+    assert [r[0].id for r in rows] == ["a", "b", "c", "d", "e"]  # insertion order, deleted ones too
+    assert rows[4][0] == insight("e").model_copy(update={"deleted_at": T2, "updated_at": T2})
+    assert [r[1] for r in rows] == [frozenset(r[8]) for r in ROWS]
+    assert [r[2] for r in rows] == [A.tolist(), B.tolist(), C.tolist(), [3.0, 4.0], None]
+    assert [r[3] for r in rows] == ["m4", "m4", "m4", "other", None]
+    assert len(edges) == 4
+    assert [(o.operation, o.insight_id) for o in oplog] == [("remember", "a"), ("forget", "e")]
+    assert all(type(o) is OplogEntry for o in oplog)
+    assert tails == [("s1", "b")]
+
+
+def test_bulk_load_copies_what_dump_gives(filled: Store, pg_url: str) -> None:
+    """`BulkLoad` (Postgres, `mnemon migrate`'s target) from either backend's `Dump`: read back the same."""
+    from pg import fresh_store
+
+    from mnemon_core.store.postgres import PostgresStore, drop_store
+
+    name = fresh_store()
+    target = PostgresStore(pg_url, store=name)
+    try:
+        rows, edges, oplog, tails = (filled.dump_insights(), filled.iter_edges(), filled.dump_oplog(),
+                                     filled.dump_tails())
+        target.load(rows, edges, oplog, tails)
+        assert dumped(target) == dumped(filled)
+        assert (target.count_active(), target.count_deleted()) == (4, 1)
+    finally:
+        target.close()
+        drop_store(pg_url, name)
+
+
+# ---------------------------------------------------------------------------------------------- catalog
+
+
+def test_catalog(mem, store_backend: str) -> None:
+    stores = catalog(mem.settings)
+    assert mem.store.count_active() == 0  # the current store exists once opened
+    assert stores.exists(mem.settings.store)
+    extra = mem.settings.store + "x"
+    assert not stores.exists(extra) and extra not in stores.names()
+    stores.create(extra)
+    assert stores.exists(extra)
+    names = stores.names()
+    assert names == sorted(names) and {mem.settings.store, extra} <= set(names)
+    stores.remove(extra)
+    assert not stores.exists(extra) and extra not in stores.names()
+
+
+# ---------------------------------------------------------------------------------------------- completeness
+
+
+def protocol_methods(proto: type) -> set[str]:
+    return {n for cls in proto.__mro__ if cls.__module__ == base.__name__ for n, v in vars(cls).items()
+            if inspect.isfunction(v) and not n.startswith("_")}
+
+
+def test_this_file_calls_every_protocol_method() -> None:
+    source = Path(__file__).read_text(encoding="utf-8")
+    called = set(re.findall(r"\.(\w+)\(", source))
+    declared = protocol_methods(Store) | protocol_methods(base.BulkLoad) | protocol_methods(base.Catalog)
+    declared |= protocol_methods(base.AnnSearch)
+    assert declared - called == set()
+
+
+@pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore")])
+def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
+    """Every public method of a backend is one the protocols declare (`load` on Postgres, a migration target)."""
+    import importlib
+
+    store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)
+    public = {n for n, v in inspect.getmembers(store_cls, inspect.isfunction) if not n.startswith("_")}
+    declared = protocol_methods(Store) | protocol_methods(base.BulkLoad)
+    assert protocol_methods(Store) <= public
+    assert public - declared == set()
+
