@@ -16,15 +16,16 @@ module, which imports only the standard library, is all a call costs besides the
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import struct
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # the client is the whole start-up cost of a served call: no typing, socket or json
+if TYPE_CHECKING:  # until a call needs them
+    import socket
+    from typing import Any
 
 # Commands an agent runs every turn; the engine serves them from warm memory.
 ENGINE_COMMANDS = frozenset(
@@ -40,12 +41,17 @@ LOG_NAME = "engine.log"
 START_TIMEOUT_S = 30.0  # the engine's start imports the engine and opens the store; the first call waits for it
 CONNECT_TIMEOUT_S = 2.0
 REPLY_TIMEOUT_S = 600.0  # a command's own work (an embed of a large store) may take long
-HEADER = struct.Struct("!I")
+HEADER_BYTES = 4  # a message is its length (4 bytes, big-endian) and that much JSON
 MAX_SUN_PATH = 107  # bytes of a Unix socket path (Linux sun_path, less the terminating NUL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:  # what `cli` prints, without building its parser
+        from . import __version__
+
+        print(f"mnemon {__version__}")
+        return 0
     if wants_engine(args, os.environ):
         served = serve_remotely(args)
         if served is not None:
@@ -122,16 +128,20 @@ def code_stamp() -> str:
 
 
 def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    import json
+
     body = json.dumps(message, ensure_ascii=True).encode("ascii")
-    sock.sendall(HEADER.pack(len(body)) + body)
+    sock.sendall(len(body).to_bytes(HEADER_BYTES, "big") + body)
 
 
 def receive(sock: socket.socket) -> dict[str, Any] | None:
     """One message, or None when the other side closed the connection first."""
-    head = _exactly(sock, HEADER.size)
+    import json
+
+    head = _exactly(sock, HEADER_BYTES)
     if head is None:
         return None
-    body = _exactly(sock, HEADER.unpack(head)[0])
+    body = _exactly(sock, int.from_bytes(head, "big"))
     return None if body is None else json.loads(body)
 
 
@@ -161,6 +171,8 @@ def socket_path(data_dir: Path) -> Path:
 
 
 def connect(data_dir: Path) -> socket.socket | None:
+    import socket
+
     path = socket_path(data_dir)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
