@@ -15,11 +15,18 @@ import json
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: this module is imported on every start, typing costs ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION = "0.1.0"
 
-Handler = Callable[[argparse.Namespace], Any]
+# argparse's messages stay English whatever the locale (agents and tests read them), which also spares every
+# start the ~70 gettext catalogue lookups building the parser makes (20 ms).
+argparse._ = lambda message: message  # type: ignore[attr-defined]
+
+Handler = Callable[[argparse.Namespace], object]
 COMMANDS: dict[str, Handler] = {}
 
 
@@ -65,7 +72,12 @@ def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = Fal
         if not creates:
             raise stores.missing(settings.store)
         args.new_store = settings
-    return Memory(settings=settings)
+    args.session_default = settings.session  # this call's MNEMON_SESSION (a warm Memory may be shared)
+    return memory_cache(settings) if memory_cache is not None else Memory(settings=settings)
+
+
+# The resident engine (`engine.py`) keeps one warm Memory per configuration and hands it out here.
+memory_cache: Callable[[Any], Any] | None = None
 
 
 # ---------------------------------------------------------------- commands
@@ -75,7 +87,7 @@ def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = Fal
 def _remember(a: argparse.Namespace) -> None:
     r = memory(a, creates=True).remember(
         " ".join(a.content), category=a.cat, importance=a.imp, tags=a.tags, entities=a.entities,
-        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff, session=a.session,
+        entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff, session=a.session or a.session_default,
     )
     emit(r)
 
@@ -194,6 +206,14 @@ def _viz(a: argparse.Namespace) -> None:
         with open(a.output, "w", encoding="utf-8") as f:
             f.write(text)
         print(f"written to {a.output}", file=sys.stderr)
+
+
+@command("daemon")
+def _daemon(a: argparse.Namespace) -> None:
+    from .client import daemon, data_dir_of
+    from .config import environment
+
+    emit(daemon(a.action, data_dir_of(["--data-dir", a.data_dir] if a.data_dir else [], environment())))
 
 
 @command("mcp")
@@ -339,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS, help="refuse every write")
     g.add_argument("--embed-model", default=argparse.SUPPRESS, help="embedding model (default $MNEMON_EMBED_MODEL)")
     g.add_argument("--database-url", default=argparse.SUPPRESS, help="postgresql://… (default $MNEMON_DATABASE_URL)")
+    g.add_argument("--no-daemon", action="store_true", default=argparse.SUPPRESS,
+                   help="run in this process, not in the data directory's resident engine ($MNEMON_DAEMON=off)")
 
     p = Parser(prog="mnemon", description="Graph memory for LLM agents.", parents=[glob])
     p.add_argument("--version", action="version", version=f"mnemon {VERSION}")
@@ -421,6 +443,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("viz", "Draw the graph as DOT or a self-contained HTML page")
     s.add_argument("--format", default="dot", help="dot|html")
     s.add_argument("-o", "--output", default="-")
+
+    s = cmd("daemon", "The resident engine that serves this data directory's commands warm")
+    s.add_argument("action", choices=["start", "stop", "status"])
 
     s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon[mcp])")
     msub = s.add_subparsers(dest="mcp_command", metavar="<subcommand>", required=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -56,8 +57,14 @@ def validate_store_name(name: str, *, hint: bool = False) -> str:
     return name
 
 
+def environment() -> Mapping[str, str]:
+    """Where settings come from: this process's variables; in the resident engine (`engine.py`), the
+    variables of the client whose command is running."""
+    return os.environ
+
+
 def default_data_dir() -> Path:
-    home = os.environ.get("HOME") or os.path.expanduser("~")
+    home = environment().get("HOME") or os.path.expanduser("~")
     if not home or home == "~":
         home = "/tmp"
     return Path(home) / ".mnemon"
@@ -123,7 +130,7 @@ class OplogRetention:
 
 
 def _env(name: str) -> str | None:
-    v = os.environ.get(name)
+    v = environment().get(name)
     return v if v not in (None, "") else None
 
 

@@ -13,7 +13,6 @@ show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` 
 
 from __future__ import annotations
 
-import os
 import sys
 
 
@@ -62,7 +61,9 @@ class MissingExtraError(MnemonError, ImportError):
 
 def debug() -> bool:
     """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
-    return os.environ.get("MNEMON_DEBUG", "") not in ("", "0")
+    from .config import environment  # the engine answers with its client's variables
+
+    return environment().get("MNEMON_DEBUG", "") not in ("", "0")
 
 
 def fault_message(e: BaseException) -> str | None:

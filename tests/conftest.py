@@ -22,6 +22,7 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data = tmp_path / "mnemon-data"
     monkeypatch.setenv("MNEMON_DATA_DIR", str(data))
     monkeypatch.setenv("MNEMON_EMBEDDER", "none")
+    monkeypatch.setenv("MNEMON_DAEMON", "off")  # the CLI runs in-process, except under `cli_both_ways`
     return data
 
 
@@ -65,6 +66,47 @@ class CLIResult:
 
     def json(self):
         return json.loads(self.out)
+
+
+def stop_engines(root: Path) -> None:
+    """Stop every resident engine started for a data directory under `root` (what the test started), and make
+    sure its process is gone."""
+    import signal
+    import time
+
+    for state in root.rglob("engine.json"):
+        try:
+            pid = json.loads(state.read_text(encoding="utf-8"))["pid"]
+        except (OSError, ValueError, KeyError):
+            continue
+        run_cli("--data-dir", str(state.parent), "daemon", "stop")
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (the engine is not our child, but be safe) counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.fixture(params=["in-process", "engine"])
+def cli_both_ways(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Run a CLI test twice: in-process, and through the data directory's resident engine (started by the
+    test's first command, stopped at its end)."""
+    if request.param == "engine":
+        monkeypatch.setenv("MNEMON_DAEMON", "on")
+    yield request.param
+    if request.param == "engine":
+        stop_engines(tmp_path)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> CLIResult:

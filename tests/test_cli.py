@@ -12,6 +12,9 @@ import pytest
 
 from conftest import ROOT, run_cli
 
+# The whole file runs twice: in-process and through the resident engine (output byte for byte the same).
+pytestmark = pytest.mark.usefixtures("cli_both_ways")
+
 
 def test_version(cli) -> None:
     r = cli("--version")

@@ -8,6 +8,9 @@ import pytest
 
 from mnemon_core import Memory
 
+# The whole file runs twice: in-process and through the resident engine (output byte for byte the same).
+pytestmark = pytest.mark.usefixtures("cli_both_ways")
+
 
 @pytest.fixture
 def seeded(cli, data_dir):

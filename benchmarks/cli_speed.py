@@ -1,0 +1,201 @@
+"""CLI speed as an agent pays it: one `mnemon` process per call, beside the original Go binary (v0.1.15,
+`shared/anchors/`) on the same store contents, in the same run, interleaved call by call.
+
+For each size (1k, 10k insights by default) one import draft (synth.py's generator: Zipf words, entities, two
+sources; importance 4 so the Go binary's fixed 1,000-insight auto-prune never fires) is imported by each
+implementation into its own data dir: mnemon with the `none` embedder and with the `local` one (its vectors
+computed at import), Go with no embedding server. Then, per call kind, each implementation is run `--repeat`
+times (default 9), in turns, and the medians of wall time and of the child's CPU time are reported:
+
+- `recall` warm: mnemon with its resident engine running (started and warmed first), `MNEMON_DAEMON` unset;
+- `recall` cold: mnemon in-process (`MNEMON_DAEMON=off`, today's path), for comparison;
+- `remember` warm (10k): distinct texts per call, the engine running;
+- first call of a fresh engine (`recall`, the engine stopped before each call) against the cold call;
+- `--version`, `--help` against `python -c pass`.
+
+The engine's resident memory (VmRSS) is read at the end of each size.
+
+    python benchmarks/cli_speed.py                    # 1k and 10k; prints the Markdown for RESULTS.md
+    python benchmarks/cli_speed.py --sizes 1000 --repeat 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth  # the benchmarks' one synthetic generator (same directory)
+
+GO = ROOT.parent / "shared" / "anchors" / "mnemon-go-0.1.15"
+MNEMON = [sys.executable, "-m", "mnemon_core"]
+QUERIES = 5  # distinct queries, cycled
+GO_IMPORTANCE = 4
+
+
+def draft(n: int) -> dict:
+    items = []
+    for row, _edges in synth.rows(n):
+        items.append({"content": row.content, "entities": row.entities, "source": row.source,
+                      "created_at": row.created_at, "importance": GO_IMPORTANCE, "category": row.category})
+    return {"schema_version": "1", "source": "bench", "insights": items}
+
+
+def env_for(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env.update({"MNEMON_DATA_DIR": str(data_dir), "MNEMON_MAX_INSIGHTS": "0", "PYTHONPATH": str(ROOT),
+                "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:1", **extra})
+    return env
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall ms, CPU ms of the child) of one run, which must succeed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = (time.perf_counter() - t) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd}: exit {p.returncode}: {p.stderr.strip()[:300]}")
+    cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+    return wall, cpu
+
+
+class Impl:
+    def __init__(self, name: str, cmd: list[str], data_dir: Path, env: dict[str, str]) -> None:
+        self.name, self.cmd, self.data_dir, self.env = name, cmd, data_dir, env
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
+        return timed([*self.cmd, *args], env or self.env)
+
+
+def build(tmp: Path, n: int) -> list[Impl]:
+    d = draft(n)
+    path = tmp / f"draft-{n}.json"
+    path.write_text(json.dumps(d), encoding="utf-8")
+    impls = []
+    for name, emb in (("mnemon none", "none"), ("mnemon local", "local")):
+        data = tmp / f"{name.replace(' ', '-')}-{n}"
+        env = env_for(data, MNEMON_EMBEDDER=emb)
+        t = time.perf_counter()
+        subprocess.run([*MNEMON, "import", str(path), "--no-diff"], env={**env, "MNEMON_DAEMON": "off"},
+                       check=True, capture_output=True)
+        print(f"{name}: imported {n} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+        impls.append(Impl(name, MNEMON, data, env))
+    if GO.exists():
+        data = tmp / f"go-{n}"
+        env = env_for(data)
+        subprocess.run([str(GO), "--data-dir", str(data), "import", str(path), "--no-diff"], env=env, check=True,
+                       capture_output=True)
+        impls.append(Impl("go v0.1.15", [str(GO), "--data-dir", str(data)], data, env))
+    return impls
+
+
+def engine_rss_kb(data_dir: Path) -> int | None:
+    try:
+        pid = json.loads((data_dir / "engine.json").read_text())["pid"]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
+def stop(impl: Impl) -> None:
+    if impl.name.startswith("mnemon"):
+        subprocess.run([*impl.cmd, "daemon", "stop"], env=impl.env, capture_output=True)
+
+
+def measure(impls: list[Impl], n: int, repeat: int) -> dict:
+    qs = [q for q, _ in synth.queries(n, QUERIES, seed=n)]
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+
+    def record(kind: str, name: str, value: tuple[float, float]) -> None:
+        results.setdefault(kind, {}).setdefault(name, []).append(value)
+
+    mn = [i for i in impls if i.name.startswith("mnemon")]
+    for impl in mn:  # engines up and warm before the warm rounds
+        impl.run("daemon", "start")
+        for q in qs:
+            impl.run("recall", q)
+    for r in range(repeat):
+        q = qs[r % len(qs)]
+        for impl in impls if r % 2 == 0 else impls[::-1]:
+            record("recall warm", impl.name, impl.run("recall", q))
+            if impl.name.startswith("mnemon"):
+                record("recall in-process (cold)", impl.name, impl.run("recall", q, env={**impl.env, "MNEMON_DAEMON": "off"}))
+            text = f"benchmark note {r} about {q} from {impl.name}"
+            record("remember warm", impl.name, impl.run("remember", text, "--imp", str(GO_IMPORTANCE)))
+    rss = {impl.name: engine_rss_kb(impl.data_dir) for impl in mn}
+    for r in range(max(3, repeat // 2)):  # a fresh engine's first call: stopped before each
+        for impl in mn:
+            stop(impl)
+            record("first call of a fresh engine", impl.name, impl.run("recall", qs[r % len(qs)]))
+    for impl in mn:
+        stop(impl)
+    return {"results": results, "rss_kb": rss}
+
+
+def startup(repeat: int, tmp: Path) -> dict[str, list[tuple[float, float]]]:
+    env = env_for(tmp / "startup")
+    out: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(repeat):
+        for name, cmd in (("python -c pass", [sys.executable, "-c", "pass"]), ("mnemon --version", [*MNEMON, "--version"]),
+                          ("mnemon --help", [*MNEMON, "--help"]), ("go --version", [str(GO), "--version"])):
+            if name.startswith("go") and not GO.exists():
+                continue
+            out.setdefault(name, []).append(timed(cmd, env))
+    return out
+
+
+def med(values: list[tuple[float, float]], i: int) -> float:
+    return statistics.median(v[i] for v in values)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000,10000")
+    ap.add_argument("--repeat", type=int, default=9)
+    a = ap.parse_args()
+    load = [os.getloadavg()[0]]
+    tmp = Path(tempfile.mkdtemp(prefix="mnemon-cli-speed-"))
+    try:
+        print(f"load average (1 min) at start: {load[0]:.1f}")
+        print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / Go's |")
+        print("| ---: | --- | --- | ---: | ---: | ---: |")
+        for n in (int(s) for s in a.sizes.split(",")):
+            impls = build(tmp, n)
+            got = measure(impls, n, a.repeat)
+            for kind, by in got["results"].items():
+                go = by.get("go v0.1.15")
+                for name, values in by.items():
+                    ratio = f"{med(values, 0) / med(go, 0):.2f}" if go else ""
+                    print(f"| {n:,} | {kind} | {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | {ratio} |")
+            for name, kb in got["rss_kb"].items():
+                print(f"| {n:,} | engine resident memory | {name} | {kb / 1024:.0f} MiB | | |" if kb else "")
+        su = startup(a.repeat, tmp)
+        base = med(su["python -c pass"], 0)
+        print("\n| call | wall p50 | CPU p50 | − python -c pass |")
+        print("| --- | ---: | ---: | ---: |")
+        for name, values in su.items():
+            print(f"| {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | {med(values, 0) - base:+.0f} ms |")
+        print(f"\nload average (1 min) at the end: {os.getloadavg()[0]:.1f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

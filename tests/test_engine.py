@@ -1,0 +1,201 @@
+"""The resident engine (`engine.py`) and the client that talks to it (`client.py`): it serves the hot-path
+commands warm with the in-process output, is private to its user, follows other writers, replaces itself when
+the code changes, exits when idle, and a client whose engine is gone or mute still answers correctly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import _alive, run_cli, stop_engines
+from mnemon_core import client
+from mnemon_core.engine import Engine
+
+
+@pytest.fixture
+def engine_on(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MNEMON_DAEMON", "on")
+    yield data_dir
+    stop_engines(tmp_path)
+
+
+def state(data_dir: Path) -> dict:
+    return json.loads((data_dir / client.PID_NAME).read_text(encoding="utf-8"))
+
+
+def test_the_engine_serves_what_the_process_prints(engine_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = run_cli("remember", "We chose Qdrant because filtering is fast", "--cat", "decision")
+    assert first.code == 0 and (engine_on / client.PID_NAME).exists()
+    pid = state(engine_on)["pid"]
+    run_cli("remember", "Qdrant runs on staging", "--source", "ops")
+    for args in (["recall", "why Qdrant?"], ["recall", "Qdrant", "--brief"], ["search", "qdrant"], ["status"],
+                 ["log"], ["recall", "x", "--limit", "0"], ["show", "nope"], ["recall", "--bogus"]):
+        served = run_cli(*args)
+        alone = run_cli(*args, env={"MNEMON_DAEMON": "off"})
+        if args[0] == "status":  # each read bumps the oplog
+            served.out, alone.out = (json.dumps({k: v for k, v in json.loads(o).items() if "oplog" not in k})
+                                     for o in (served.out, alone.out))
+        assert (served.code, served.out, served.err) == (alone.code, alone.out, alone.err), args
+    assert state(engine_on)["pid"] == pid  # one engine served them all
+
+
+def test_daemon_start_status_stop(engine_on: Path) -> None:
+    assert run_cli("daemon", "status").json() == {"running": False}
+    started = run_cli("daemon", "start").json()
+    assert started["running"] is True and started["version"] == "0.1.0" and started["stores_open"] == []
+    run_cli("remember", "a note")
+    status = run_cli("daemon", "status").json()
+    assert status["pid"] == started["pid"] and status["stores_open"] == ["default"] and status["uptime_s"] >= 0
+    assert os.stat(client.socket_path(engine_on)).st_mode & 0o777 == 0o600
+    stopped = run_cli("daemon", "stop").json()
+    assert stopped == {"running": False, "stopped": True, "pid": started["pid"]}
+    assert not client.socket_path(engine_on).exists() and not (engine_on / client.PID_NAME).exists()
+    deadline = time.monotonic() + 10
+    while _alive(started["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(started["pid"])
+
+
+def test_off_and_no_daemon_run_in_process(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON", "on")
+    assert run_cli("remember", "x", "--no-daemon").code == 0
+    assert run_cli("recall", "x", env={"MNEMON_DAEMON": "off"}).code == 0
+    assert not (data_dir / client.PID_NAME).exists()
+
+
+def test_the_engine_sees_writes_of_other_processes(engine_on: Path) -> None:
+    run_cli("remember", "alpha gateway timeout")
+    assert [h["content"] for h in run_cli("recall", "gateway").json()["results"]] == ["alpha gateway timeout"]
+    run_cli("remember", "beta gateway restarted", env={"MNEMON_DAEMON": "off"})  # another process writes
+    got = [h["content"] for h in run_cli("recall", "gateway").json()["results"]]
+    assert sorted(got) == ["alpha gateway timeout", "beta gateway restarted"]
+
+
+def test_readonly_holds_in_the_engine(engine_on: Path) -> None:
+    run_cli("remember", "kept")
+    db = engine_on / "data" / "default" / "mnemon.db"
+    before = db.read_bytes()
+    r = run_cli("--readonly", "remember", "refused")
+    assert (r.code, r.err) == (1, "Error: remember is unavailable with --readonly: database writes are disabled\n")
+    assert run_cli("--readonly", "recall", "kept").code == 0
+    assert db.read_bytes() == before
+
+
+def test_a_stale_engine_is_replaced_by_one_of_this_code(engine_on: Path) -> None:
+    run_cli("remember", "first")
+    old = state(engine_on)["pid"]
+    reply = client.ask(engine_on, {"op": "run", "argv": ["status"], "stamp": "0.0.0:other"})
+    assert reply == {"restart": "the installed code changed"}
+    r = run_cli("recall", "first")
+    assert r.code == 0 and r.err == "" and r.json()["results"][0]["content"] == "first"
+    assert state(engine_on)["pid"] != old
+
+
+def test_an_idle_engine_exits(engine_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON_IDLE", "1")
+    run_cli("remember", "x")
+    pid = state(engine_on)["pid"]
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid) and not client.socket_path(engine_on).exists()
+
+
+def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -> None:
+    run_cli("remember", "the answer", env={"MNEMON_DAEMON": "off"})
+    path = client.socket_path(engine_on)
+    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mute.bind(os.fsencode(path))
+    mute.listen(8)
+    stop = threading.Event()
+
+    def hang_up() -> None:  # accept and close at once: an engine that died mid-call
+        mute.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = mute.accept()
+                conn.close()
+            except TimeoutError:
+                pass
+
+    t = threading.Thread(target=hang_up)
+    t.start()
+    try:
+        r = run_cli("recall", "answer")
+    finally:
+        stop.set()
+        t.join()
+        mute.close()
+        path.unlink()
+    assert r.code == 0 and r.json()["results"][0]["content"] == "the answer"
+    assert r.err == "mnemon: warning: the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)\n"
+
+
+def test_kill_9_loses_nothing_acknowledged(engine_on: Path) -> None:
+    run_cli("daemon", "start")
+    pid = state(engine_on)["pid"]
+    texts = [f"note number {i} about the kill test" for i in range(16)]
+
+    def remember(text: str):
+        return run_cli("remember", text)
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(remember, t) for t in texts]
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)  # mid-burst: some remembers done, some in flight, some not sent
+        results = [f.result() for f in futures]
+    assert all(r.code == 0 for r in results), [r.err for r in results]
+    acknowledged = {r.json()["id"] for r in results}
+    db = sqlite3.connect(engine_on / "data" / "default" / "mnemon.db")
+    rows = dict(db.execute("SELECT id, content FROM insights WHERE deleted_at IS NULL").fetchall())
+    assert acknowledged <= set(rows) and sorted(rows.values()) == sorted(texts)  # each exactly once
+    assert db.execute("SELECT count(*) FROM insights_bm25").fetchone()[0] == len(texts)  # nothing half-written
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_only_this_user_is_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(tmp_path / "dd")
+    monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)  # as if the peer were someone else
+    t = threading.Thread(target=engine.run)
+    t.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not client.socket_path(tmp_path / "dd").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert client.ask(tmp_path / "dd", {"op": "status"}) is None  # connection closed, nothing said
+    finally:
+        engine.stop()
+        t.join()
+
+
+def test_a_deep_data_dir_gets_a_short_socket(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 120)
+    path = client.socket_path(deep)
+    assert len(os.fsencode(path)) <= client.MAX_SUN_PATH and path.parent.stat().st_mode & 0o777 == 0o700
+    assert client.socket_path(tmp_path) == tmp_path / "engine.sock"
+
+
+@pytest.mark.parametrize("args, command", [
+    (["recall", "x"], "recall"), (["--data-dir", "recall", "status"], "status"), (["--store=w", "show", "i"], "show"),
+    (["--readonly", "log"], "log"), ([], None), (["--version"], None),
+])
+def test_the_command_word(args: list[str], command: str | None) -> None:
+    assert client.command_of(args) == command
+
+
+def test_which_calls_go_to_the_engine() -> None:
+    on: dict[str, str] = {}
+    assert client.wants_engine(["recall", "x"], on) and client.wants_engine(["remember", "x"], on)
+    assert not client.wants_engine(["import", "f.json"], on)  # paths, stdin: in-process
+    assert not client.wants_engine(["recall", "--help"], on) and not client.wants_engine(["--version"], on)
+    assert not client.wants_engine(["recall", "x", "--no-daemon"], on)
+    assert not client.wants_engine(["recall", "x"], {"MNEMON_DAEMON": "off"})
