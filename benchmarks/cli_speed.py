@@ -40,7 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # the benchmarks' one synthetic generator (same directory)
 
 GO = ROOT.parent / "shared" / "anchors" / "mnemon-go-0.1.15"
-MNEMON = [sys.executable, "-m", "mnemon_core"]
+# The installed console script, as an agent calls it (else the module).
+_SCRIPT = Path(sys.executable).parent / "mnemon"
+MNEMON = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mnemon_core"]
 QUERIES = 5  # distinct queries, cycled
 GO_IMPORTANCE = 4
 

@@ -9,9 +9,10 @@ module, which imports only the standard library, is all a call costs besides the
   `extract`, `mcp serve`, …) runs in-process, as does every command with `MNEMON_DAEMON=off` or `--no-daemon`.
 - The engine runs the very same `cli.main` on the same arguments and environment and sends back what it
   printed and the exit status, so the output is byte for byte the in-process output.
-- The first call that needs the engine starts it (detached, its own session, log in the data dir). If it cannot
-  start or answer, the call runs in-process after one warning line; if it dies mid-call, the call is retried
-  in-process once. An engine of another version of the code is stopped and replaced.
+- The first call that needs the engine runs in-process (so it costs what a cold call always did) and starts
+  the engine beside it (detached, its own session, log in the data dir), which warms up for the next calls.
+  If the engine does not answer or dies mid-call, the call runs in-process after one warning line. An engine
+  of another version of the code is stopped and replaced.
 """
 
 from __future__ import annotations
@@ -212,11 +213,8 @@ def engine_socket(data_dir: Path, *, start: bool) -> socket.socket | None:
     return None
 
 
-def ask(data_dir: Path, message: dict[str, Any], *, start: bool = False) -> dict[str, Any] | None:
-    """Send one message to the engine and return its answer (None: no engine, or it did not answer)."""
-    sock = engine_socket(data_dir, start=start)
-    if sock is None:
-        return None
+def exchange(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one message and return the answer (None: the engine closed the connection without one)."""
     with sock:
         try:
             send(sock, message)
@@ -225,23 +223,35 @@ def ask(data_dir: Path, message: dict[str, Any], *, start: bool = False) -> dict
             return None
 
 
+def ask(data_dir: Path, message: dict[str, Any], *, start: bool = False) -> dict[str, Any] | None:
+    """Send one message to the engine and return its answer (None: no engine, or it did not answer)."""
+    sock = engine_socket(data_dir, start=start)
+    return None if sock is None else exchange(sock, message)
+
+
 def serve_remotely(args: list[str]) -> int | None:
-    """Run `args` in the engine and print what it printed; None: run in-process instead."""
+    """Run `args` in the engine and print what it printed; None: run in-process instead. Without an engine
+    the call runs in-process, costing what a cold call always did, while an engine starts for the next ones."""
     env = os.environ
     data_dir = data_dir_of(args, env)
     request = {
         "op": "run", "argv": absolute_data_dir(args), "stamp": code_stamp(),
-        "env": {k: v for k, v in env.items() if k.startswith("MNEMON_") or k == "HOME"},
+        # The engine runs elsewhere: the data dir goes as the absolute path this call resolved.
+        "env": {**{k: v for k, v in env.items() if k.startswith("MNEMON_") or k == "HOME"},
+                "MNEMON_DATA_DIR": str(data_dir)},
     }
-    for attempt in range(2):
-        reply = ask(data_dir, request, start=True)
+    for _attempt in range(2):
+        sock = connect(data_dir)
+        if sock is None:
+            start_engine(data_dir)
+            return None
+        reply = exchange(sock, request)
         if reply is None:
             warn("the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)")
             return None
         if "restart" not in reply:
             break
-        # An engine of other code: it is stopping; the next ask starts one of this code.
-        wait_gone(data_dir)
+        wait_gone(data_dir)  # an engine of other code, stopping: the next round starts one of this code
     else:
         warn("the engine could not be replaced; running in-process")
         return None

@@ -102,6 +102,7 @@ class Engine:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
         self._write_state()
+        threading.Thread(target=self._warm, daemon=True).start()
         print(f"engine {os.getpid()} serving {self.socket_path} (code {self.stamp})", file=sys.__stderr__, flush=True)
         try:
             while not self.stopping.is_set():
@@ -218,6 +219,31 @@ class Engine:
             _request_env.reset(tokens[1])
             _held.reset(tokens[2])
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
+
+    def _warm(self) -> None:
+        """Open the store the client that started the engine uses (its variables are this process's), load
+        the embedding model and the vector matrix, so the next call finds them ready. Reads only."""
+        from .config import Settings
+        from .recall.graph import graph_view
+
+        tokens = (_request_env.set(dict(os.environ)), _held.set([]))
+        try:
+            mem = self._memory(Settings.resolve(data_dir=self.data_dir, origin="cli"))
+            if not mem.settings.db_path.exists() and mem.settings.database_url is None:
+                return  # nothing stored yet: do not create the store
+            store = mem.store
+            graph_view(store).sync()
+            emb = mem.embedder
+            vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
+            if emb is not None and vecs is not None:
+                store.vector_matrix(emb.name, int(vecs.shape[1]))
+        except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
+            print(f"warm-up: {type(e).__name__}: {e}", file=sys.__stderr__, flush=True)
+        finally:
+            for lock in _held.get():
+                lock.release()
+            _request_env.reset(tokens[0])
+            _held.reset(tokens[1])
 
     def _memory(self, settings: Any) -> Any:
         """The warm `Memory` of these settings: one per configuration that shapes what it does (store,

@@ -29,12 +29,26 @@ def engine_on(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def state(data_dir: Path) -> dict:
-    return json.loads((data_dir / client.PID_NAME).read_text(encoding="utf-8"))
+    """The running engine's state file, once it is there (the call that starts an engine runs in-process)."""
+    path = data_dir / client.PID_NAME
+    deadline = time.monotonic() + 30
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def served_by_engine(data_dir: Path) -> None:
+    """Wait until the engine answers (it starts beside the first call)."""
+    state(data_dir)
+    deadline = time.monotonic() + 30
+    while client.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def test_the_engine_serves_what_the_process_prints(engine_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     first = run_cli("remember", "We chose Qdrant because filtering is fast", "--cat", "decision")
-    assert first.code == 0 and (engine_on / client.PID_NAME).exists()
+    assert first.code == 0 and first.err == ""  # in-process, while the engine starts
+    served_by_engine(engine_on)
     pid = state(engine_on)["pid"]
     run_cli("remember", "Qdrant runs on staging", "--source", "ops")
     for args in (["recall", "why Qdrant?"], ["recall", "Qdrant", "--brief"], ["search", "qdrant"], ["status"],
@@ -97,6 +111,9 @@ def test_a_stale_engine_is_replaced_by_one_of_this_code(engine_on: Path) -> None
     assert reply == {"restart": "the installed code changed"}
     r = run_cli("recall", "first")
     assert r.code == 0 and r.err == "" and r.json()["results"][0]["content"] == "first"
+    deadline = time.monotonic() + 30
+    while state(engine_on)["pid"] == old and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert state(engine_on)["pid"] != old
 
 
@@ -108,6 +125,17 @@ def test_an_idle_engine_exits(engine_on: Path, monkeypatch: pytest.MonkeyPatch) 
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid) and not client.socket_path(engine_on).exists()
+
+
+def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path) -> None:
+    run_cli("remember", "warm me", env={"MNEMON_DAEMON": "off"})
+    first = run_cli("recall", "warm")
+    assert first.code == 0 and first.err == "" and first.json()["results"][0]["content"] == "warm me"
+    served_by_engine(engine_on)
+    status = run_cli("daemon", "status").json()
+    assert status["stores_open"] == ["default"]  # opened by the warm-up, before any call reached it
+    second = run_cli("recall", "warm")
+    assert (second.out, second.err) == (first.out, first.err)
 
 
 def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -> None:
