@@ -12,7 +12,7 @@ from .lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AsyncMemory": "memory",
+    "AsyncMemory": "async_memory",
     "Memory": "memory",
     "Settings": "config",
     "Category": "models",
@@ -72,7 +72,8 @@ if TYPE_CHECKING:
         VerboseRecallResult,
     )
     from .errors import EmbedderError, MnemonError, NotFoundError, ReadOnlyError, StoreError, ValidationError
-    from .memory import AsyncMemory, Memory
+    from .async_memory import AsyncMemory
+    from .memory import Memory
     from .models import (
         Category,
         CausalCandidate,

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .memory import AsyncMemory, Memory
+from .async_memory import AsyncMemory
+from .memory import Memory
 
 # The write pipeline's content ceiling (reference §3.1); longer messages are saved in several insights.
 from .write.constants import MAX_CONTENT_BYTES

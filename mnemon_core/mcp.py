@@ -34,12 +34,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from . import __version__
 from .errors import MissingExtraError, MnemonError, ReadOnlyError, debug, fault_message
+from .async_memory import AsyncMemory
 from .memory import (
     LINK_WEIGHT,
     RECALL_LIMIT,
     RELATED_DEPTH,
     SEARCH_LIMIT,
-    AsyncMemory,
     Memory,
 )
 from .models import Category, EdgeType, EntityMode, Intent

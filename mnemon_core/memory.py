@@ -1,10 +1,9 @@
 """`Memory`: the one public API. It resolves settings, opens the store and the embedder lazily, checks
-input before any work, and runs the pipelines; it owns nothing else. `AsyncMemory` has the same methods as
-coroutines (store calls run in a worker thread, so the event loop never blocks on SQLite)."""
+input before any work, and runs the pipelines; it owns nothing else. `AsyncMemory` (`async_memory.py`) has
+the same methods as coroutines."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -622,37 +621,3 @@ def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ValidationError("invalid metadata JSON: must be an object of string values", field="metadata")
     return {validate_text(str(k), "metadata"): validate_text(v, "metadata") for k, v in metadata.items()}
-
-
-class AsyncMemory:
-    """`Memory` with coroutine methods. Each call runs the same code in a worker thread, one at a time, so
-    the event loop never waits on SQLite or the embedder."""
-
-    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
-        self.sync = memory if memory is not None else Memory(*args, **kwargs)
-        import asyncio  # here, not at module level: the CLI never needs it
-
-        self._lock = asyncio.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.sync, name)
-        if not callable(attr) or name.startswith("_"):
-            return attr
-
-        from asyncio import to_thread
-
-        @functools.wraps(attr)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            async with self._lock:
-                return await to_thread(attr, *args, **kwargs)
-
-        return call
-
-    async def close(self) -> None:
-        self.sync.close()
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.sync.close()
