@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from .lazy import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version: pyproject.toml, `mnemon --version` and the MCP server read it
 
 _EXPORTS = {
     "AsyncMemory": "async_memory",

@@ -21,6 +21,7 @@ from . import lifecycle
 from .config import UNSET, Settings
 from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+from .inputs import EXCERPT_CHARS, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT
 from .models import (
     REVERSE_KEY,
     REVERSE_VALUE,
@@ -54,12 +55,7 @@ from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
-SEARCH_LIMIT = 10
-RECALL_LIMIT = 10
-LOG_LIMIT = 20
-RELATED_DEPTH = 2
 TOP_ENTITIES = 20
-LINK_WEIGHT = 0.5
 ANN_COSINE_TOP = 20  # neighbours the write path asks an ANN index for (it uses at most the best 5)
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 
@@ -292,7 +288,7 @@ class Memory:
         basic: bool = False,
         verbose: bool = False,
         brief: bool = False,
-        excerpt_chars: int = 240,
+        excerpt_chars: int = EXCERPT_CHARS,
         recipe: str | None = None,
     ) -> Any:
         """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order).

@@ -152,7 +152,9 @@ def rank(scored: Iterable[Scored], meta: Mapping[str, tuple[int, str]], limit: i
 # ---------------------------------------------------------------- the reference steps over a GraphView
 
 
-def neighbours(view: GraphView, ids: Sequence[str], scope: Filters | None = None) -> dict[str, list[tuple[str, str, float]]]:
+def neighbours(
+    view: GraphView, ids: Sequence[str], scope: Filters | None = None
+) -> dict[str, list[tuple[str, str, float]]]:
     """id → [(neighbour id, edge type, weight)], sorted by neighbour id then type; neighbours outside `scope`
     are left out (traversal cannot leave the scope)."""
     nodes = view.intern(ids)

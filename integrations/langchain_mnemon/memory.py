@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr
 from mnemon_core import AsyncMemory, Memory, NotFoundError
 
 from mnemon_core.faces import chunks, open_memory, recall_hits
+from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN
 from .retrievers import format_documents, to_documents
 
 try:
@@ -61,7 +62,9 @@ class MnemonMemory(_Base):
     category: str | None = Field(default=None, description="only load memories of this category")
     keep: Literal["input", "both"] | Extractor = Field(default="input", description="what save_context keeps")
     save_category: str = Field(default="general", description="category of what save_context remembers")
-    importance: int = Field(default=3, ge=1, le=5, description="importance of what save_context remembers")
+    importance: int = Field(
+        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX, description="importance of what save_context remembers"
+    )
     session: str = Field(
         default_factory=lambda: f"langchain-{uuid.uuid4().hex[:12]}",
         description="the conversation save_context records: its turns are linked in order (default: one per object)",
