@@ -67,6 +67,7 @@ class AsyncMemory:
 
     remember = _twin(Memory.remember)
     recall = _twin(Memory.recall, read=True)
+    retrieve = _twin(Memory.retrieve, read=True)
     import_draft = _twin(Memory.import_draft)
     embed = _twin(Memory.embed)
     link = _twin(Memory.link)

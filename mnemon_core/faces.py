@@ -38,7 +38,8 @@ def open_memory(
 
 
 def recall_hits(result: Any) -> list[dict[str, Any]]:
-    """The hits of a verbose recall as plain dicts: `{insight{…}, score, intent, via?, signals{…}}`."""
+    """The hits of `Memory.retrieve` (the `--verbose` JSON) as plain dicts: `{insight{…}, score, intent, via?,
+    signals{…}}`."""
     data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     return list(data.get("results") or []) if isinstance(data, dict) else list(data or [])
 

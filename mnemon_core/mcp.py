@@ -50,6 +50,7 @@ from .inputs import (
     SearchInput,
 )
 from .memory import Memory
+from .recall import output
 
 # The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600
@@ -237,8 +238,10 @@ async def _remember(m: AsyncMemory, a: RememberInput) -> Any:
 
 
 async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
-    r = await m.recall(a.query, limit=a.limit, intent=a.intent, category=a.category, source=a.source, basic=a.basic)
-    return project(r, a.full)
+    scope = {"limit": a.limit, "intent": a.intent, "category": a.category, "source": a.source}
+    if a.basic:
+        return project(await m.recall(a.query, basic=True, **scope), a.full)
+    return project(output.compact(await m.retrieve(a.query, **scope)), a.full)  # the CLI's default shape
 
 
 async def _search(m: AsyncMemory, a: SearchArgs) -> Any:

@@ -15,7 +15,7 @@ from mnemon_core.embed.base import BaseEmbedder, Calibration
 from mnemon_core.errors import ValidationError
 from mnemon_core.memory import tokens_of
 from mnemon_core.models import Edge, Insight, Intent
-from mnemon_core.recall import pipeline
+from mnemon_core.recall import output, pipeline
 from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
 from mnemon_core.recall.results import BriefRecallResult, RecallResult, VerboseRecallResult
 from mnemon_core.timeutil import iso
@@ -402,6 +402,25 @@ def test_verbose_shape_meta_and_intent_override(mem: Memory):
                             "hint": "sparse_results"}
     with pytest.raises(ValidationError, match='unknown intent "HOW"; valid: WHY, WHEN, ENTITY, GENERAL'):
         mem.recall("Qdrant", intent="HOW")
+
+
+@pytest.mark.parametrize("recipe", ["hybrid", "spec"])
+def test_retrieve_is_the_one_result_and_the_shapes_are_made_from_it(mem: Memory, recipe: str):
+    chain_store(mem)
+    reader = Memory(readonly=True)  # no access bumps: every call below sees the same store
+    found = reader.retrieve("why did the deploy fail?", limit=4, recipe=recipe)
+    assert isinstance(found, VerboseRecallResult) and found.results
+    assert found.evidence is (recipe == "hybrid")  # the recipe's confidence rule travels with the result
+    assert "evidence" not in found.model_dump(mode="json")
+
+    def same(shape, **flags):
+        got = reader.recall("why did the deploy fail?", limit=4, recipe=recipe, **flags)
+        return shape.model_dump(mode="json") == got.model_dump(mode="json")
+
+    assert same(found, verbose=True)
+    assert same(found.compact()) and same(output.compact(found))
+    assert same(found.brief(25), brief=True, excerpt_chars=25)
+    reader.close()
 
 
 def test_brief_shape_excerpts_and_basic_brief(mem: Memory):

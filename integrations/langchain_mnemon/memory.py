@@ -63,7 +63,8 @@ class MnemonMemory(_Base):
     keep: Literal["input", "both"] | Extractor = Field(default="input", description="what save_context keeps")
     save_category: str = Field(default="general", description="category of what save_context remembers")
     importance: int = Field(
-        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX, description="importance of what save_context remembers"
+        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX,
+        description="importance of what save_context remembers",
     )
     session: str = Field(
         default_factory=lambda: f"langchain-{uuid.uuid4().hex[:12]}",
@@ -91,7 +92,7 @@ class MnemonMemory(_Base):
         return list(self._written)
 
     def _recall_args(self) -> dict[str, Any]:
-        return {"limit": self.k, "intent": self.intent, "category": self.category, "verbose": True}
+        return {"limit": self.k, "intent": self.intent, "category": self.category}
 
     # ------------------------------------------------------------------ load
 
@@ -100,14 +101,15 @@ class MnemonMemory(_Base):
         if not query:
             return {self.memory_key: ""}
         mem, _ = self._twins()
-        return {self.memory_key: format_documents(to_documents(recall_hits(mem.recall(query, **self._recall_args()))))}
+        hits = recall_hits(mem.retrieve(query, **self._recall_args()))
+        return {self.memory_key: format_documents(to_documents(hits))}
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         query = self._latest_input(inputs).strip()
         if not query:
             return {self.memory_key: ""}
         _, amem = self._twins()
-        hits = recall_hits(await amem.recall(query, **self._recall_args()))
+        hits = recall_hits(await amem.retrieve(query, **self._recall_args()))
         return {self.memory_key: format_documents(to_documents(hits))}
 
     # ------------------------------------------------------------------ save

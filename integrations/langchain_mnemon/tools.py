@@ -18,6 +18,7 @@ from mnemon_core import AsyncMemory, Memory, MnemonError
 from mnemon_core.faces import open_memory
 from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, LINK_WEIGHT, MAX_RESULTS, literal
 from mnemon_core.models import Category, EdgeType, Intent
+from mnemon_core.recall import output
 
 # The choices and limits are the engine's (mnemon_core.inputs); the descriptions are written for the model.
 CategoryName = literal(Category)
@@ -113,9 +114,12 @@ def create_mnemon_tools(
             handle_tool_error=True,
         )
 
+    async def arecall(**a: Any) -> Any:
+        return output.compact(await amem.retrieve(**a))  # the CLI's default shape, as the sync tool gives
+
     return [
         tool("remember", REMEMBER_DOC, RememberArgs,
              lambda **a: mem.remember(**a, source=source), lambda **a: amem.remember(**a, source=source)),
-        tool("recall", RECALL_DOC, RecallArgs, mem.recall, amem.recall),
+        tool("recall", RECALL_DOC, RecallArgs, lambda **a: output.compact(mem.retrieve(**a)), arecall),
         tool("link", LINK_DOC, LinkArgs, mem.link, amem.link),
     ]

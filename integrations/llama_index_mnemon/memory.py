@@ -73,8 +73,7 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
         if not query:
             return ""
         _, amem = self._twins()
-        result = await amem.recall(query, limit=self.similarity_top_k, intent=self.intent, category=self.category,
-                                   verbose=True)
+        result = await amem.retrieve(query, limit=self.similarity_top_k, intent=self.intent, category=self.category)
         return format_hits(recall_hits(result))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
