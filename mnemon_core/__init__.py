@@ -9,10 +9,10 @@ TYPE_CHECKING = False  # not `typing`'s: importing typing costs every CLI start 
 
 from .lazy import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one version: pyproject.toml, `mnemon --version` and the MCP server read it
 
 _EXPORTS = {
-    "AsyncMemory": "memory",
+    "AsyncMemory": "async_memory",
     "Memory": "memory",
     "Settings": "config",
     "Category": "models",
@@ -73,7 +73,8 @@ if TYPE_CHECKING:
         VerboseRecallResult,
     )
     from .errors import EmbedderError, MnemonError, NotFoundError, ReadOnlyError, StoreError, ValidationError
-    from .memory import AsyncMemory, Memory
+    from .async_memory import AsyncMemory
+    from .memory import Memory
     from .models import (
         Category,
         CausalCandidate,

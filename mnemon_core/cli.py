@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # not `typing`'s: this module is imported on every start,
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = "0.1.0"
+from . import __version__  # the package's one version (pyproject reads it too); the package is loaded already
 
 # argparse's messages stay English whatever the locale (agents and tests read them), which also spares every
 # start the ~70 gettext catalogue lookups building the parser makes (20 ms).
@@ -135,7 +135,8 @@ def _forget(a: argparse.Namespace) -> None:
 @command("gc")
 def _gc(a: argparse.Namespace) -> None:
     mem = memory(a)
-    emit(mem.gc_keep(a.keep) if a.keep else mem.gc(threshold=a.threshold, limit=a.limit))
+    given = {k: v for k, v in (("threshold", a.threshold), ("limit", a.limit)) if v is not None}
+    emit(mem.gc_keep(a.keep) if a.keep else mem.gc(**given))
 
 
 @command("status")
@@ -350,6 +351,56 @@ class Parser(argparse.ArgumentParser):
         self.exit(1, f"Error: {printable(message)}\n")  # "unrecognized arguments" quotes them raw
 
 
+Fill = Callable[[argparse.ArgumentParser], None]
+
+
+class Command(Parser):
+    """A command's parser whose flags (`fills`, in order) are added when the command is parsed: most come from
+    the input models, which import pydantic, and `--version` and the command list must not pay for that."""
+
+    def __init__(self, *args: Any, fills: Sequence[Fill] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._fills = list(fills)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        while self._fills:
+            self._fills.pop(0)(self)
+        return super().parse_known_args(args, namespace)
+
+
+def options(model: str, **flags: str | tuple[str, str]) -> Fill:
+    """Flags for fields of `inputs.<model>`: `field="--flag"` (or `("--flag", help)` where the model's
+    description speaks of a tool-call limit the CLI does not have), each with the field's type, default and
+    description; a bool is a switch, a list a comma list."""
+
+    def fill(s: argparse.ArgumentParser) -> None:
+        from . import inputs
+
+        fields = getattr(inputs, model).model_fields
+        for name, spec in flags.items():
+            flag, text = spec if isinstance(spec, tuple) else (spec, None)
+            f = fields[name]
+            default = f.get_default(call_default_factory=True)
+            extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+            text = text or f.description or ""
+            if f.annotation is bool:
+                s.add_argument(flag, action="store_true", help=text)
+                continue
+            if isinstance(default, list):
+                text, default = f"comma list, {text}", None
+            if "enum" in extra:
+                text += ": " + "|".join(extra["enum"])  # type: ignore[arg-type]
+            if default is not None:
+                text += f" (default {default})"
+            kind = {int: int, float: float}.get(f.annotation)  # type: ignore[call-overload]
+            s.add_argument(flag, type=kind, default=default, help=text)
+
+    return fill
+
+
+LIMIT = ("--limit", "maximum results")  # the models' "1-100" is the tool-call ceiling; the CLI takes any N ≥ 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     # Global flags are accepted before or after the command (a parent parser with suppressed defaults).
     glob = Parser(add_help=False)
@@ -363,68 +414,54 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run in this process, not in the data directory's resident engine ($MNEMON_DAEMON=off)")
 
     p = Parser(prog="mnemon", description="Graph memory for LLM agents.", parents=[glob])
-    p.add_argument("--version", action="version", version=f"mnemon {VERSION}")
-    sub = p.add_subparsers(dest="command", metavar="<command>")
+    p.add_argument("--version", action="version", version=f"mnemon {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="<command>", parser_class=Command)
 
-    def cmd(name: str, help: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=help, parents=[glob])
+    def cmd(name: str, help: str, *fills: Fill) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, parents=[glob], fills=fills)
 
-    s = cmd("remember", "Store a memory; builds temporal, entity, causal and semantic edges")
+    # Flags named in `options(...)` come from the calls' input models (inputs.py): type, default, help.
+    s = cmd("remember", "Store a memory; builds temporal, entity, causal and semantic edges", options(
+        "RememberInput", category="--cat", importance="--imp", tags="--tags", entities="--entities",
+        entity_mode="--entity-mode", source="--source", no_diff="--no-diff",
+    ), lambda s: s.add_argument("--session", default=None, help="conversation this continues (default "
+                                "$MNEMON_SESSION): consecutive remembers of one session are linked"))
     s.add_argument("content", nargs="+")
-    s.add_argument("--cat", default="general", help="preference|decision|fact|insight|context|general")
-    s.add_argument("--imp", type=int, default=3, help="importance 1-5 (3)")
-    s.add_argument("--tags", default="", help="comma list")
-    s.add_argument("--entities", default="", help="comma list")
-    s.add_argument("--entity-mode", default="merge", help="merge|provided|auto")
-    s.add_argument("--source", default="user")
-    s.add_argument("--no-diff", action="store_true", help="insert even an exact duplicate")
-    s.add_argument("--session", default=None, help="conversation this continues (default $MNEMON_SESSION): "
-                   "consecutive remembers of one session are linked")
 
-    s = cmd("link", "Create an edge between two insights")
+    s = cmd("link", "Create an edge between two insights", options("LinkInput", edge_type="--type", weight="--weight"),
+            lambda s: s.add_argument("--meta", default=None, help="JSON object of strings"))
     s.add_argument("source_id")
     s.add_argument("target_id")
-    s.add_argument("--type", default="semantic", help="temporal|semantic|causal|entity|supersedes")
-    s.add_argument("--weight", type=float, default=0.5, help="0.0-1.0 (0.5)")
-    s.add_argument("--meta", default=None, help="JSON object of strings")
 
-    s = cmd("recall", "Intent-aware graph recall")
+    s = cmd("recall", "Intent-aware graph recall", options(
+        "RecallInput", limit=LIMIT, intent="--intent", category="--cat", source="--source", basic="--basic",
+    ), options("RecallShape", verbose="--verbose", brief="--brief", excerpt_chars="--excerpt-chars", recipe="--recipe"),
+        lambda s: s.add_argument("--smart", action="store_true", help=argparse.SUPPRESS))
     s.add_argument("query", nargs="+")
-    s.add_argument("--limit", type=int, default=10)
-    s.add_argument("--intent", default=None, help="WHY|WHEN|ENTITY|GENERAL")
-    s.add_argument("--cat", default=None)
-    s.add_argument("--source", default=None)
-    s.add_argument("--basic", action="store_true", help="plain LIKE search")
-    s.add_argument("--verbose", action="store_true", help="signals and meta")
-    s.add_argument("--brief", action="store_true", help="compact excerpts")
-    s.add_argument("--excerpt-chars", type=int, default=240)
-    s.add_argument("--recipe", default=None, help="hybrid (default) | spec: the documents' formulas (docs/recall.md)")
-    s.add_argument("--smart", action="store_true", help=argparse.SUPPRESS)
 
-    s = cmd("search", "Keyword search")
+    s = cmd("search", "Keyword search", options("SearchInput", limit=LIMIT))
     s.add_argument("query", nargs="+")
-    s.add_argument("--limit", type=int, default=10)
 
     s = cmd("show", "Show one insight")
     s.add_argument("id")
 
-    s = cmd("related", "Insights connected to one insight")
+    s = cmd("related", "Insights connected to one insight",
+            options("RelatedInput", edge_type="--edge", depth="--depth"))
     s.add_argument("id")
-    s.add_argument("--edge", default=None, help="only this edge type")
-    s.add_argument("--depth", type=int, default=2)
 
     s = cmd("forget", "Soft-delete an insight")
     s.add_argument("id")
 
     s = cmd("gc", "Suggest low-value insights to forget, or keep one")
-    s.add_argument("--threshold", type=float, default=0.5)
-    s.add_argument("--limit", type=int, default=20)
+    # Unset flags are left out of the call: the defaults are Memory.gc's.
+    s.add_argument("--threshold", type=float, default=None, help="suggest insights whose effective importance is "
+                   "below this")
+    s.add_argument("--limit", type=int, default=None, help="most suggestions")
     s.add_argument("--keep", default=None, metavar="ID")
 
     cmd("status", "Store statistics")
 
-    s = cmd("log", "Recent operations")
-    s.add_argument("--limit", type=int, default=20)
+    s = cmd("log", "Recent operations", options("LogInput", limit=LIMIT))
 
     s = cmd("store", "Manage named stores")
     s.add_argument("action", choices=["list", "create", "set", "remove"])

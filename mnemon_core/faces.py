@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .memory import AsyncMemory, Memory
+from .async_memory import AsyncMemory
+from .memory import Memory
 
 # The write pipeline's content ceiling (reference §3.1); longer messages are saved in several insights.
 from .write.constants import MAX_CONTENT_BYTES
@@ -37,7 +38,8 @@ def open_memory(
 
 
 def recall_hits(result: Any) -> list[dict[str, Any]]:
-    """The hits of a verbose recall as plain dicts: `{insight{…}, score, intent, via?, signals{…}}`."""
+    """The hits of `Memory.retrieve` (the `--verbose` JSON) as plain dicts: `{insight{…}, score, intent, via?,
+    signals{…}}`."""
     data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     return list(data.get("results") or []) if isinstance(data, dict) else list(data or [])
 

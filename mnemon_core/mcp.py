@@ -7,10 +7,9 @@ one `Memory` call and returns that call's CLI JSON as one text block. List resul
 `isError` and one line of text: the engine's own message for what the engine checks, a message in the same
 style for the limits that only this face has. The server keeps serving after any error.
 
-Which limit is enforced where: the schema advertises every limit, but a limit the engine already checks
-(category, importance, tag and entity sizes, edge type, weight, intent) is left to the engine, so the caller
-gets the engine's message; limits that exist only here (query ≤2000 chars, ids ≤256, limit 1–100, depth
-1–10, link metadata sizes) are enforced by the models below.
+The schemas are the calls' input models (`inputs.py`), which say which limit is enforced where: one the
+engine checks is only advertised, so the caller gets the engine's message; the limits of tool calls (query
+≤2000 chars, ids ≤256, limit 1–100, depth 1–10, link metadata sizes) are enforced by the models.
 
 The SDK (`pip install 'mnemon[mcp]'`) is imported only when the server starts; both of its major versions
 work (1.x registers handlers with decorators, 2.x passes them to the constructor). Everything above
@@ -30,39 +29,32 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field
 
 from . import __version__
+from .async_memory import AsyncMemory
 from .errors import MissingExtraError, MnemonError, ReadOnlyError, debug, fault_message
-from .memory import (
-    LINK_WEIGHT,
-    RECALL_LIMIT,
-    RELATED_DEPTH,
-    SEARCH_LIMIT,
-    AsyncMemory,
-    Memory,
+from .inputs import (
+    MAX_METADATA,
+    METADATA,
+    Args,
+    IdInput,
+    LinkInput,
+    Limit,
+    MetaKey,
+    MetaValue,
+    NoInput,
+    RecallInput,
+    RelatedInput,
+    RememberInput,
+    SearchInput,
 )
-from .models import Category, EdgeType, EntityMode, Intent
-from .write.constants import (
-    MAX_CONTENT_BYTES,
-    MAX_ENTITIES,
-    MAX_ENTITY_BYTES,
-    MAX_SOURCE_BYTES,
-    MAX_TAG_BYTES,
-    MAX_TAGS,
-)
+from .memory import Memory
+from .recall import output
 
-# The MCP face's own limits (reference §8.3).
+# The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600
-MAX_QUERY_CHARS = 2000
-MAX_ID_CHARS = 256
-MAX_RESULTS = 100
-MAX_DEPTH = 10
 RELATED_LIMIT = 20
-MAX_METADATA = 20
-MAX_METADATA_KEY = 100
-MAX_METADATA_VALUE = 1000
-IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
 
 SERVER_NAME = "mnemon"
 INSTRUCTIONS = (
@@ -78,134 +70,31 @@ TRUNCATION_HINT = (
 
 
 # ---------------------------------------------------------------- input models (the advertised schemas)
+# The calls' own models (`inputs.py`); this face adds `full` (its projection), a cut of related's list and
+# what it writes as created_by.
 
-
-def _values(enum: Any) -> list[str]:
-    return [e.value for e in enum]
-
-
-def _shown(**schema: Any) -> dict[str, Any]:
-    """Schema keywords the engine enforces itself: shown to the host (`json_schema_extra`), not checked here."""
-    return schema
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
-Query = Annotated[
-    str,
-    Field(min_length=1, max_length=MAX_QUERY_CHARS, description=f"at most {MAX_QUERY_CHARS} characters"),
-    AfterValidator(_not_blank),
-]
-Id = Annotated[
-    str, Field(min_length=1, max_length=MAX_ID_CHARS, description="an insight id"), AfterValidator(_not_blank)
-]
-Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"maximum results, 1-{MAX_RESULTS}")]
 Full = Annotated[
     bool, Field(description=f"return complete content instead of the {CONTENT_CHARS}-character projection")
 ]
-MetaKey = Annotated[str, StringConstraints(max_length=MAX_METADATA_KEY)]
-MetaValue = Annotated[str, StringConstraints(max_length=MAX_METADATA_VALUE)]
 
 
-class Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RememberArgs(Args):
-    content: str = Field(
-        description=f"the insight, at most {MAX_CONTENT_BYTES} bytes",
-        json_schema_extra=_shown(minLength=1, maxLength=MAX_CONTENT_BYTES),
-    )
-    category: str = Field(
-        "general", description="kind of insight", json_schema_extra=_shown(enum=_values(Category))
-    )
-    importance: int = Field(
-        3, description="1 (trivia) to 5 (critical)",
-        json_schema_extra=_shown(minimum=IMPORTANCE_MIN, maximum=IMPORTANCE_MAX),
-    )
-    tags: list[str] = Field(
-        default_factory=list,
-        description=f"up to {MAX_TAGS} tags, each at most {MAX_TAG_BYTES} bytes",
-        json_schema_extra=_shown(maxItems=MAX_TAGS, items={"type": "string", "maxLength": MAX_TAG_BYTES}),
-    )
-    entities: list[str] = Field(
-        default_factory=list,
-        description=f"up to {MAX_ENTITIES} explicit entities, each at most {MAX_ENTITY_BYTES} bytes",
-        json_schema_extra=_shown(maxItems=MAX_ENTITIES, items={"type": "string", "maxLength": MAX_ENTITY_BYTES}),
-    )
-    entity_mode: str = Field(
-        "merge",
-        description="merge (given + extracted), provided (given only) or auto (extracted only)",
-        json_schema_extra=_shown(enum=_values(EntityMode)),
-    )
-    source: str = Field(
-        "user", description=f"who provided it, at most {MAX_SOURCE_BYTES} bytes",
-        json_schema_extra=_shown(maxLength=MAX_SOURCE_BYTES),
-    )
-    no_diff: bool = Field(False, description="store even an exact duplicate")
-
-
-class RecallArgs(Args):
-    query: Query
-    limit: Limit = RECALL_LIMIT
-    category: str | None = Field(
-        None, description="only this category", json_schema_extra=_shown(enum=_values(Category))
-    )
-    source: str | None = Field(None, max_length=MAX_SOURCE_BYTES, description="only this source")
-    intent: str | None = Field(
-        None, description="override the detected intent", json_schema_extra=_shown(enum=_values(Intent))
-    )
-    basic: bool = Field(False, description="plain substring match instead of intent-aware graph recall")
+class RecallArgs(RecallInput):
     full: Full = False
 
 
-class SearchArgs(Args):
-    query: Query
-    limit: Limit = SEARCH_LIMIT
+class SearchArgs(SearchInput):
     full: Full = False
 
 
-class RelatedArgs(Args):
-    id: Id
-    edge_type: str | None = Field(
-        None, description="follow only this edge type", json_schema_extra=_shown(enum=_values(EdgeType))
-    )
-    depth: int = Field(RELATED_DEPTH, ge=1, le=MAX_DEPTH, description="hops to follow")
+class RelatedArgs(RelatedInput):
     limit: Limit = RELATED_LIMIT
     full: Full = False
 
 
-class LinkArgs(Args):
-    source_id: Id
-    target_id: Id
-    edge_type: str = Field(
-        "semantic",
-        description="supersedes is directed (new → old); the other types are written both ways",
-        json_schema_extra=_shown(enum=_values(EdgeType)),
-    )
-    weight: float = Field(
-        LINK_WEIGHT, description="0.0 to 1.0", json_schema_extra=_shown(minimum=0.0, maximum=1.0)
-    )
+class LinkArgs(LinkInput):
     metadata: dict[MetaKey, MetaValue] = Field(
-        default_factory=dict,
-        max_length=MAX_METADATA,
-        description=(
-            f"up to {MAX_METADATA} string entries (keys ≤{MAX_METADATA_KEY}, values ≤{MAX_METADATA_VALUE} "
-            "characters), e.g. sub_type (causes, enables, prevents) or reason; created_by is set to mcp"
-        ),
+        default_factory=dict, max_length=MAX_METADATA, description=f"{METADATA}; created_by is set to mcp"
     )
-
-
-class IdArgs(Args):
-    id: Id
-
-
-class NoArgs(Args):
-    pass
 
 
 def input_schema(model: type[Args]) -> dict[str, Any]:
@@ -341,7 +230,7 @@ class ToolSpec:
         return input_schema(self.args)
 
 
-async def _remember(m: AsyncMemory, a: RememberArgs) -> Any:
+async def _remember(m: AsyncMemory, a: RememberInput) -> Any:
     return await m.remember(
         a.content, category=a.category, importance=a.importance, tags=a.tags, entities=a.entities,
         entity_mode=a.entity_mode, source=a.source, no_diff=a.no_diff,
@@ -349,8 +238,10 @@ async def _remember(m: AsyncMemory, a: RememberArgs) -> Any:
 
 
 async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
-    r = await m.recall(a.query, limit=a.limit, intent=a.intent, category=a.category, source=a.source, basic=a.basic)
-    return project(r, a.full)
+    scope = {"limit": a.limit, "intent": a.intent, "category": a.category, "source": a.source}
+    if a.basic:
+        return project(await m.recall(a.query, basic=True, **scope), a.full)
+    return project(output.compact(await m.retrieve(a.query, **scope)), a.full)  # the CLI's default shape
 
 
 async def _search(m: AsyncMemory, a: SearchArgs) -> Any:
@@ -366,15 +257,15 @@ async def _link(m: AsyncMemory, a: LinkArgs) -> Any:
     return await m.link(a.source_id, a.target_id, type=a.edge_type, weight=a.weight, metadata=a.metadata)
 
 
-async def _show(m: AsyncMemory, a: IdArgs) -> Any:
+async def _show(m: AsyncMemory, a: IdInput) -> Any:
     return await m.show(a.id)
 
 
-async def _forget(m: AsyncMemory, a: IdArgs) -> Any:
+async def _forget(m: AsyncMemory, a: IdInput) -> Any:
     return await m.forget(a.id)
 
 
-async def _status(m: AsyncMemory, a: NoArgs) -> Any:
+async def _status(m: AsyncMemory, a: NoInput) -> Any:
     return await m.status()
 
 
@@ -385,7 +276,7 @@ ACCESS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": Fal
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("remember", "Store one durable insight and build its temporal, entity, causal and semantic edges. "
              "An exact duplicate of an active insight is skipped (its id is returned). Returns the new id, the "
-             "edges created and candidates worth linking.", RememberArgs, _remember, write=True,
+             "edges created and candidates worth linking.", RememberInput, _remember, write=True,
              hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                     "openWorldHint": False}),
     ToolSpec("recall", "Intent-aware graph recall (WHY / WHEN / ENTITY / GENERAL): keyword, entity, similarity "
@@ -399,12 +290,12 @@ TOOLS: tuple[ToolSpec, ...] = (
              "which points from the new insight to the old one).", LinkArgs, _link, write=True,
              hints={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
                     "openWorldHint": False}),
-    ToolSpec("show", "One insight with its complete content.", IdArgs, _show, hints=ACCESS),
-    ToolSpec("forget", "Soft-delete an insight and drop its edges.", IdArgs, _forget, write=True,
+    ToolSpec("show", "One insight with its complete content.", IdInput, _show, hints=ACCESS),
+    ToolSpec("forget", "Soft-delete an insight and drop its edges.", IdInput, _forget, write=True,
              hints={"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False,
                     "openWorldHint": False}),
     ToolSpec("status", "Counts for the selected store: insights by category, edges, top entities, size.",
-             NoArgs, _status, hints=READ),
+             NoInput, _status, hints=READ),
 )
 
 

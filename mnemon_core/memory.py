@@ -1,17 +1,16 @@
 """`Memory`: the one public API. It resolves settings, opens the store and the embedder lazily, checks
-input before any work, and runs the pipelines; it owns nothing else. `AsyncMemory` has the same methods as
-coroutines (store calls run in a worker thread, so the event loop never blocks on SQLite)."""
+input before any work, and runs the pipelines; it owns nothing else. `AsyncMemory` (`async_memory.py`) has
+the same methods as coroutines."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from .config import UNSET, Settings
 from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+from .inputs import EXCERPT_CHARS, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT
 from .models import (
     REVERSE_KEY,
     REVERSE_VALUE,
@@ -45,7 +45,7 @@ from .models import (
     SemanticCandidate,
     StatusResult,
 )
-from .store import Store, open_store
+from .store import Filters, Store, open_store
 from .text import token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
@@ -53,17 +53,14 @@ from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_M
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # these modules load with their first call: `import mnemon_core` stays light
     from .draft import DryRun, ImportDraft, ImportResult
     from .embed_ops import EmbedResult
+    from .recall.config import RecallConfig
+    from .recall.results import BriefRecallResult, RecallResult, VerboseRecallResult
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
-SEARCH_LIMIT = 10
-RECALL_LIMIT = 10
-LOG_LIMIT = 20
-RELATED_DEPTH = 2
 TOP_ENTITIES = 20
-LINK_WEIGHT = 0.5
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 
 
@@ -287,41 +284,77 @@ class Memory:
         basic: bool = False,
         verbose: bool = False,
         brief: bool = False,
-        excerpt_chars: int = 240,
+        excerpt_chars: int = EXCERPT_CHARS,
         recipe: str | None = None,
-    ) -> Any:
-        """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order).
-
-        Returns a `RecallResult` (compact), a `VerboseRecallResult` (`verbose`), a `BriefRecallResult`
-        (`brief`), or for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
+    ) -> RecallResult | VerboseRecallResult | BriefRecallResult | list[Insight]:
+        """Smart recall (spec 5.2) in the shape the CLI prints: `retrieve`, then a `RecallResult` (compact),
+        the `VerboseRecallResult` itself (`verbose`) or a `BriefRecallResult` (`brief`, excerpts of at most
+        `excerpt_chars`); for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
         `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
         "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access.
         """
-        # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
+
+        def shape() -> None:
+            if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
+                raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
+            if brief and verbose:
+                raise ValidationError("--brief and --verbose cannot be used together", field="brief")
+
+        config, scope = self._recall_scope(query, limit, intent, category, source, recipe, shape)
+        if basic:
+            rows = self.store.like_search(query, scope, limit)
+            self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
+            return output.brief_basic(rows, excerpt_chars) if brief else rows
+        found = self._retrieve(query, limit, intent, scope, config)
+        return found if verbose else output.brief(found, excerpt_chars) if brief else output.compact(found)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        limit: int = RECALL_LIMIT,
+        intent: str | None = None,
+        category: str | None = None,
+        source: str | None = None,
+        recipe: str | None = None,
+    ) -> VerboseRecallResult:
+        """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order), unshaped: the
+        ranked hits with their insights, raw scores, labels and four signals, and the run's meta. `.compact()`
+        and `.brief(n)` give the CLI's other shapes. Arguments and the +1 access as for `recall`."""
+        config, scope = self._recall_scope(query, limit, intent, category, source, recipe)
+        return self._retrieve(query, limit, intent, scope, config)
+
+    def _recall_scope(
+        self, query: str, limit: int, intent: str | None, category: str | None, source: str | None,
+        recipe: str | None, shape: Callable[[], None] | None = None,
+    ) -> tuple[RecallConfig, Filters]:
+        """Every recall argument checked, in the order the CLI reports them (`shape`: the output flags')."""
         from .recall.config import recipe as recipe_named
-        from .recall.intent import detect_intent, parse_intent
-        from .recall.pipeline import scope_of, smart_recall, vector_input
+        from .recall.pipeline import scope_of
 
         validate_text(query, "query")
         if intent is not None:
             validate_text(intent, "intent")
         check_limit(limit)
         config = recipe_named(recipe)
-        if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
-            raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
-        if brief and verbose:
-            raise ValidationError("--brief and --verbose cannot be used together", field="brief")
+        if shape is not None:
+            shape()
         if category:  # one check for every face: an unknown category is a mistake, not an empty scope
             category = validate_category(category).value
         if source is not None:
             validate_text(source, "source")
-        scope = scope_of(category, source)
+        return config, scope_of(category, source)
+
+    def _retrieve(
+        self, query: str, limit: int, intent: str | None, scope: Filters, config: RecallConfig
+    ) -> VerboseRecallResult:
+        # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
+        from .recall import output
+        from .recall.intent import detect_intent, parse_intent
+        from .recall.pipeline import smart_recall, vector_input
+
         store = self.store
-        if basic:
-            rows = store.like_search(query, scope, limit)
-            self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
-            return output.brief_basic(rows, excerpt_chars) if brief else rows
         if intent is not None and intent.strip():
             chosen, intent_source = parse_intent(str(intent)), "override"
         else:
@@ -338,12 +371,7 @@ class Memory:
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
         self._accessed([r.id for r in results], "recall", f"q={query} hits={len(results)}")
-        if verbose:
-            return output.verbose(results, insights, chosen, found.meta)
-        evidence = config.confidence == "evidence"
-        if brief:
-            return output.brief(results, insights, found.meta, excerpt_chars, evidence)
-        return output.compact(results, insights, chosen, found.meta, evidence)
+        return output.verbose(results, insights, chosen, found.meta, config.confidence == "evidence")
 
     # ------------------------------------------------------------------ import / embed
 
@@ -590,37 +618,3 @@ def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise ValidationError("invalid metadata JSON: must be an object of string values", field="metadata")
     return {validate_text(str(k), "metadata"): validate_text(v, "metadata") for k, v in metadata.items()}
-
-
-class AsyncMemory:
-    """`Memory` with coroutine methods. Each call runs the same code in a worker thread, one at a time, so
-    the event loop never waits on SQLite or the embedder."""
-
-    def __init__(self, *args: Any, memory: Memory | None = None, **kwargs: Any) -> None:
-        self.sync = memory if memory is not None else Memory(*args, **kwargs)
-        import asyncio  # here, not at module level: the CLI never needs it
-
-        self._lock = asyncio.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.sync, name)
-        if not callable(attr) or name.startswith("_"):
-            return attr
-
-        from asyncio import to_thread
-
-        @functools.wraps(attr)
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            async with self._lock:
-                return await to_thread(attr, *args, **kwargs)
-
-        return call
-
-    async def close(self) -> None:
-        self.sync.close()
-
-    async def __aenter__(self) -> AsyncMemory:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.sync.close()

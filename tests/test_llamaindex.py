@@ -105,14 +105,14 @@ async def test_aretrieve_matches_retrieve(frozen: Memory) -> None:
 
 
 class GatedMemory(Memory):
-    """Recall waits until the event loop's thread opens the gate: it can finish only if it runs elsewhere."""
+    """Retrieval waits until the event loop's thread opens the gate: it can finish only if it runs elsewhere."""
 
     gate: threading.Event
 
-    def recall(self, *args: Any, **kwargs: Any) -> Any:
+    def retrieve(self, *args: Any, **kwargs: Any) -> Any:
         if not self.gate.wait(timeout=5):
             raise AssertionError("recall ran on the event loop's thread and blocked it")
-        return super().recall(*args, **kwargs)
+        return super().retrieve(*args, **kwargs)
 
 
 async def test_async_path_runs_off_the_event_loop(seeded: Memory, data_dir: Path) -> None:

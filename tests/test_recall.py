@@ -14,10 +14,12 @@ from mnemon_core import Memory
 from mnemon_core.embed.base import BaseEmbedder, Calibration
 from mnemon_core.errors import ValidationError
 from mnemon_core.models import Edge, Insight, Intent
+from mnemon_core.recall import output, pipeline
 from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
 from mnemon_core.recall.results import BriefRecallResult, RecallResult, VerboseRecallResult
 from mnemon_core.text import tokens_of
 from mnemon_core.timeutil import iso
+from reference_engine import run_reference
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -201,7 +203,7 @@ def test_same_query_same_store_same_list(mem: Memory, data_dir):
             assert fresh.recall(q, limit=15).model_dump(mode="json") == first[q]
 
 
-def test_array_pipeline_equals_the_reference_pipeline(mem: Memory):
+def test_array_pipeline_equals_the_reference_pipeline(mem: Memory, monkeypatch: pytest.MonkeyPatch):
     tie_heavy_store(mem, 120)
     store = mem.store
     ids, _ = store.vector_matrix("x", 4)
@@ -210,6 +212,7 @@ def test_array_pipeline_equals_the_reference_pipeline(mem: Memory):
         for ins in list(store.iter_active()):
             store.set_vector(ins.id, rng.standard_normal(8).astype(np.float32), "fake/8")
     ids, mat = store.vector_matrix("fake/8", 8)
+    arrays = pipeline._run_arrays
     for q, vec_on, cat, src in [
         ("why redis latency", False, None, None), ("deploy cache budget", True, None, None),
         ("tell me about Kafka", True, "fact", None), ("when was the release", False, None, "agent"),
@@ -220,11 +223,11 @@ def test_array_pipeline_equals_the_reference_pipeline(mem: Memory):
             qv = rng.standard_normal(8).astype(np.float32)
             vectors = VectorInput(qv / np.linalg.norm(qv), ids, mat, Calibration(-1.0, 1.0))
         for intent in Intent:
-            out = [
-                smart_recall(store, q, intent=intent, intent_source="auto", limit=12, scope=scope_of(cat, src),
-                             vectors=vectors, engine=engine)
-                for engine in ("arrays", "reference")
-            ]
+            out = []
+            for steps in (arrays, run_reference):  # the product's steps 3-4, then the oracle's
+                monkeypatch.setattr(pipeline, "_run_arrays", steps)
+                out.append(smart_recall(store, q, intent=intent, intent_source="auto", limit=12,
+                                        scope=scope_of(cat, src), vectors=vectors))
             assert out[0] == out[1]
 
 
@@ -399,6 +402,25 @@ def test_verbose_shape_meta_and_intent_override(mem: Memory):
                             "hint": "sparse_results"}
     with pytest.raises(ValidationError, match='unknown intent "HOW"; valid: WHY, WHEN, ENTITY, GENERAL'):
         mem.recall("Qdrant", intent="HOW")
+
+
+@pytest.mark.parametrize("recipe", ["hybrid", "spec"])
+def test_retrieve_is_the_one_result_and_the_shapes_are_made_from_it(mem: Memory, recipe: str):
+    chain_store(mem)
+    reader = Memory(readonly=True)  # no access bumps: every call below sees the same store
+    found = reader.retrieve("why did the deploy fail?", limit=4, recipe=recipe)
+    assert isinstance(found, VerboseRecallResult) and found.results
+    assert found.evidence is (recipe == "hybrid")  # the recipe's confidence rule travels with the result
+    assert "evidence" not in found.model_dump(mode="json")
+
+    def same(shape, **flags):
+        got = reader.recall("why did the deploy fail?", limit=4, recipe=recipe, **flags)
+        return shape.model_dump(mode="json") == got.model_dump(mode="json")
+
+    assert same(found, verbose=True)
+    assert same(found.compact()) and same(output.compact(found))
+    assert same(found.brief(25), brief=True, excerpt_chars=25)
+    reader.close()
 
 
 def test_brief_shape_excerpts_and_basic_brief(mem: Memory):

@@ -1,5 +1,6 @@
 """Recall steps on plain data (spec §5.2, reference §4.3-4.5): RRF, anchor labels, beam search, rerank, the WHY
-order and the output helpers — and the array engine held to the reference implementation on random graphs."""
+order and the output helpers — and the array engine held to the reference implementation (the tests' oracle,
+`reference_engine.py`) on random graphs."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import pytest
 
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
-from mnemon_core.recall.anchors import Anchor, entity_ranking, fuse, rrf, vector_ranking
+from mnemon_core.recall.anchors import Anchor, fuse, rrf, top_ranked, vector_ranking
 from mnemon_core.recall.config import HYBRID, SPEC, RecallConfig, RerankWeights
 from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
-from mnemon_core.recall.rerank import Scored, graph_scores, rank, rerank, why_order
-from mnemon_core.recall.traverse import Edges, beam_search, beam_search_arrays
+from mnemon_core.recall.rerank import Scored, top_arrays, why_order
+from mnemon_core.recall.traverse import Edges, beam_search_arrays
+from reference_engine import beam_search, graph_scores, rank, rerank
 
 # ---------------------------------------------------------------- RRF and anchors
 
@@ -59,13 +61,15 @@ def test_vector_ranking_scope_search_widens_past_rejected_rows():
     assert vector_ranking(ids, cos, 2, in_scope=lambda xs: {"n150", "n199"} & set(xs)) == ["n150", "n199"]
 
 
-def test_entity_ranking_by_share_then_importance_newer_id():
-    hits = {"a": 1, "b": 2, "c": 1, "d": 1}
-    meta = {"a": (3, "2026-01-01T00:00:00Z"), "b": (1, "2026-01-01T00:00:00Z"),
-            "c": (5, "2026-01-01T00:00:00Z"), "d": (3, "2026-02-01T00:00:00Z")}
-    assert entity_ranking(hits, 2, meta) == ["b", "c", "d", "a"]
-    assert entity_ranking(hits, 2, meta, top_k=2) == ["b", "c"]
-    assert entity_ranking(hits, 0, meta) == []
+def test_top_ranked_by_count_then_importance_newer_id():
+    ids = ["a", "b", "c", "d", "e"]  # id_rank = position
+    count = np.array([1, 2, 1, 1, 1])
+    importance = np.array([3, 1, 5, 3, 3])
+    created = np.array([100, 100, 100, 200, 100])  # epoch seconds: d is the newest
+    order = top_ranked(count, importance, created, np.arange(5))
+    assert [ids[r] for r in order] == ["b", "c", "d", "a", "e"]
+    assert [ids[r] for r in top_ranked(count, importance, created, np.arange(5), top_k=2)] == ["b", "c"]
+    assert top_ranked(count[:0], importance[:0], created[:0], np.arange(0)).size == 0
 
 
 # ---------------------------------------------------------------- beam search (reference)
@@ -179,6 +183,12 @@ def test_rank_breaks_ties_by_importance_newer_then_id():
             "d": (3, "2026-01-01T00:00:00Z"), "z": (1, "2020-01-01T00:00:00Z")}
     assert [r.id for r in rank(s, meta)] == ["z", "c", "b", "a", "d"]
     assert [r.id for r in rank(s, meta, 2)] == ["z", "c"]
+    # The array version (what recall runs) orders the same rows the same way.
+    score = np.array([r.score for r in s])
+    importance = np.array([meta[r.id][0] for r in s])
+    for limit in (5, 2):
+        rows = top_arrays(score, lambda rows: importance[rows], lambda r: (meta[s[r].id][1], s[r].id), limit)
+        assert [s[r].id for r in rows] == [r.id for r in rank(s, meta, limit)]
 
 
 def _scored(*ids: str) -> list[Scored]:

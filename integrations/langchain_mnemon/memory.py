@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr
 from mnemon_core import AsyncMemory, Memory, NotFoundError
 
 from mnemon_core.faces import chunks, open_memory, recall_hits
+from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN
 from .retrievers import format_documents, to_documents
 
 try:
@@ -61,7 +62,10 @@ class MnemonMemory(_Base):
     category: str | None = Field(default=None, description="only load memories of this category")
     keep: Literal["input", "both"] | Extractor = Field(default="input", description="what save_context keeps")
     save_category: str = Field(default="general", description="category of what save_context remembers")
-    importance: int = Field(default=3, ge=1, le=5, description="importance of what save_context remembers")
+    importance: int = Field(
+        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX,
+        description="importance of what save_context remembers",
+    )
     session: str = Field(
         default_factory=lambda: f"langchain-{uuid.uuid4().hex[:12]}",
         description="the conversation save_context records: its turns are linked in order (default: one per object)",
@@ -88,7 +92,7 @@ class MnemonMemory(_Base):
         return list(self._written)
 
     def _recall_args(self) -> dict[str, Any]:
-        return {"limit": self.k, "intent": self.intent, "category": self.category, "verbose": True}
+        return {"limit": self.k, "intent": self.intent, "category": self.category}
 
     # ------------------------------------------------------------------ load
 
@@ -97,14 +101,15 @@ class MnemonMemory(_Base):
         if not query:
             return {self.memory_key: ""}
         mem, _ = self._twins()
-        return {self.memory_key: format_documents(to_documents(recall_hits(mem.recall(query, **self._recall_args()))))}
+        hits = recall_hits(mem.retrieve(query, **self._recall_args()))
+        return {self.memory_key: format_documents(to_documents(hits))}
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         query = self._latest_input(inputs).strip()
         if not query:
             return {self.memory_key: ""}
         _, amem = self._twins()
-        hits = recall_hits(await amem.recall(query, **self._recall_args()))
+        hits = recall_hits(await amem.retrieve(query, **self._recall_args()))
         return {self.memory_key: format_documents(to_documents(hits))}
 
     # ------------------------------------------------------------------ save

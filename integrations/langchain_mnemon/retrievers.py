@@ -56,13 +56,13 @@ class MnemonRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         mem, _ = self._twins()
-        return to_documents(recall_hits(mem.recall(query, verbose=True, **self._options(kwargs))))
+        return to_documents(recall_hits(mem.retrieve(query, **self._options(kwargs))))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         _, amem = self._twins()
-        return to_documents(recall_hits(await amem.recall(query, verbose=True, **self._options(kwargs))))
+        return to_documents(recall_hits(await amem.retrieve(query, **self._options(kwargs))))
 
 
 def to_documents(hits: Sequence[dict[str, Any]]) -> list[Document]:

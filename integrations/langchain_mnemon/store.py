@@ -258,7 +258,7 @@ class MnemonStore(BaseStore):
     def _recall(self, mem: Memory, ns: tuple[str, ...], op: SearchOp, want: int) -> list[SearchItem]:
         limit = max(want, 1)
         while True:
-            hits = recall_hits(mem.recall(op.query or "", limit=limit, verbose=True))
+            hits = recall_hits(mem.retrieve(op.query or "", limit=limit))
             items = []
             for hit in hits:
                 item = self._item(ns, hit["insight"], score=hit.get("score"))

@@ -9,28 +9,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemon_core import AsyncMemory, Memory, MnemonError
-
 from mnemon_core.faces import open_memory
+from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, LINK_WEIGHT, MAX_RESULTS, literal
+from mnemon_core.models import Category, EdgeType, Intent
+from mnemon_core.recall import output
 
-CategoryName = Literal["preference", "decision", "fact", "insight", "context", "general"]
-IntentName = Literal["WHY", "WHEN", "ENTITY", "GENERAL"]
-EdgeTypeName = Literal["temporal", "semantic", "causal", "entity", "supersedes"]
+# The choices and limits are the engine's (mnemon_core.inputs); the descriptions are written for the model.
+CategoryName = literal(Category)
+IntentName = literal(Intent)
+EdgeTypeName = literal(EdgeType)
 RECALL_LIMIT = 5  # the guide's focused recall (`recall --limit 5`)
-MAX_RECALL_LIMIT = 100  # the MCP face's ceiling
 
 
 class RememberArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str = Field(description="the memory itself, one self-contained statement")
-    category: CategoryName = Field(default="general", description="what kind of memory this is")
-    importance: int = Field(default=3, ge=1, le=5, description="1 (trivia) to 5 (must never be forgotten)")
+    category: CategoryName = Field(default=Category.general.value, description="what kind of memory this is")
+    importance: int = Field(
+        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX,
+        description="1 (trivia) to 5 (must never be forgotten)",
+    )
     tags: list[str] = Field(default_factory=list, description="short labels to find it by")
     entities: list[str] = Field(default_factory=list, description="names it is about (people, tools, projects)")
 
@@ -39,7 +44,7 @@ class RecallArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(description="what to remember: a question or a few keywords")
-    limit: int = Field(default=RECALL_LIMIT, ge=1, le=MAX_RECALL_LIMIT, description="how many memories to return")
+    limit: int = Field(default=RECALL_LIMIT, ge=1, le=MAX_RESULTS, description="how many memories to return")
     intent: IntentName | None = Field(default=None, description="force WHY, WHEN, ENTITY or GENERAL; default: detect")
     category: CategoryName | None = Field(default=None, description="only memories of this category")
 
@@ -49,8 +54,8 @@ class LinkArgs(BaseModel):
 
     source_id: str = Field(description="id of the first memory")
     target_id: str = Field(description="id of the second memory")
-    type: EdgeTypeName = Field(default="semantic", description="edge type; supersedes points new → old")
-    weight: float = Field(default=0.5, ge=0.0, le=1.0, description="strength of the link")
+    type: EdgeTypeName = Field(default=EdgeType.semantic.value, description="edge type; supersedes points new → old")
+    weight: float = Field(default=LINK_WEIGHT, ge=0.0, le=1.0, description="strength of the link")
     metadata: dict[str, str] | None = Field(
         default=None, description='extra string labels, e.g. {"sub_type": "causes"} for a causal link'
     )
@@ -109,9 +114,12 @@ def create_mnemon_tools(
             handle_tool_error=True,
         )
 
+    async def arecall(**a: Any) -> Any:
+        return output.compact(await amem.retrieve(**a))  # the CLI's default shape, as the sync tool gives
+
     return [
         tool("remember", REMEMBER_DOC, RememberArgs,
              lambda **a: mem.remember(**a, source=source), lambda **a: amem.remember(**a, source=source)),
-        tool("recall", RECALL_DOC, RecallArgs, mem.recall, amem.recall),
+        tool("recall", RECALL_DOC, RecallArgs, lambda **a: output.compact(mem.retrieve(**a)), arecall),
         tool("link", LINK_DOC, LinkArgs, mem.link, amem.link),
     ]

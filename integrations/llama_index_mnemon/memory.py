@@ -18,6 +18,7 @@ from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
 from mnemon_core.faces import chunks, hit_metadata, open_memory, recall_hits
+from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN
 
 # Roles whose flushed messages are remembered: what the user and the assistant said, not system prompts or
 # tool traffic.
@@ -50,7 +51,9 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
     category: str | None = Field(default=None, description="only recall memories of this category")
     roles: list[str] = Field(default_factory=lambda: list(DEFAULT_ROLES), description="roles to remember")
     save_category: str = Field(default="general", description="category of what the block remembers")
-    importance: int = Field(default=3, ge=1, le=5, description="importance of what the block remembers")
+    importance: int = Field(
+        default=IMPORTANCE, ge=IMPORTANCE_MIN, le=IMPORTANCE_MAX, description="importance of what the block remembers"
+    )
     session: str = Field(
         default_factory=lambda: f"llamaindex-{uuid.uuid4().hex[:12]}",
         description="the conversation the block records: its messages are linked in order (default: one per block)",
@@ -70,8 +73,7 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
         if not query:
             return ""
         _, amem = self._twins()
-        result = await amem.recall(query, limit=self.similarity_top_k, intent=self.intent, category=self.category,
-                                   verbose=True)
+        result = await amem.retrieve(query, limit=self.similarity_top_k, intent=self.intent, category=self.category)
         return format_hits(recall_hits(result))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:

@@ -58,13 +58,13 @@ class MnemonRetriever(BaseRetriever):
 
     def _recall_args(self) -> dict[str, Any]:
         return {"limit": self.similarity_top_k, "intent": self.intent, "category": self.category,
-                "source": self.source, "verbose": True}
+                "source": self.source}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(recall_hits(self._sync.recall(query_bundle.query_str, **self._recall_args())))
+        return to_nodes(recall_hits(self._sync.retrieve(query_bundle.query_str, **self._recall_args())))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return to_nodes(recall_hits(await self._async.recall(query_bundle.query_str, **self._recall_args())))
+        return to_nodes(recall_hits(await self._async.retrieve(query_bundle.query_str, **self._recall_args())))
 
 
 def to_nodes(hits: Sequence[dict[str, Any]]) -> list[NodeWithScore]:

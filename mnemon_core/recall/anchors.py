@@ -12,14 +12,13 @@ Every function here works on plain data; the pipeline feeds them what the store 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from ..store import TokenHit, rank_by_coverage
 from .constants import ANCHOR_TOP_K, RRF_K, VECTOR_MIN_COS, VIA_HYBRID
 
-__all__ = ["Anchor", "entity_ranking", "fuse", "keyword_ranking", "rrf", "top_ranked", "vector_ranking"]
+__all__ = ["Anchor", "fuse", "rrf", "top_ranked", "vector_ranking"]
 
 
 class Anchor(NamedTuple):
@@ -56,11 +55,6 @@ def fuse(signals: Mapping[str, Sequence[str]], k: int = RRF_K) -> list[Anchor]:
     ]
     anchors.sort(key=lambda a: (-a.score, a.id))
     return anchors
-
-
-def keyword_ranking(hits: list[TokenHit], top_k: int = ANCHOR_TOP_K) -> list[str]:
-    """Most query tokens first (coverage), ties → importance, newer, id."""
-    return [h.id for h in rank_by_coverage(hits)[:top_k]]
 
 
 def vector_ranking(
@@ -103,34 +97,11 @@ def vector_ranking(
         want *= 4
 
 
-def entity_ranking(
-    hits: Mapping[str, int],
-    n_query_entities: int,
-    meta: Mapping[str, tuple[Any, ...]],
-    top_k: int = ANCHOR_TOP_K,
-) -> list[str]:
-    """Insights naming the query's entities, by share of them (ties → importance, newer, id).
-
-    `hits`: id → distinct query entities the insight names; `meta`: id → (importance, created_at, …).
-    """
-    if n_query_entities <= 0:
-        return []
-    rows = [
-        (id_, n / n_query_entities, int(meta[id_][0]), str(meta[id_][1]))
-        for id_, n in hits.items()
-        if n > 0 and id_ in meta
-    ]
-    rows.sort(key=lambda r: r[0])
-    rows.sort(key=lambda r: r[3], reverse=True)
-    rows.sort(key=lambda r: (-r[1], -r[2]))
-    return [r[0] for r in rows[:top_k]]
-
-
 def top_ranked(
     count: np.ndarray, importance: np.ndarray, created: np.ndarray, id_rank: np.ndarray, top_k: int = ANCHOR_TOP_K
 ) -> np.ndarray:
     """Rows of the top_k best by count desc, importance desc, created desc (newer), then id_rank asc — the
-    keyword and entity orders (`keyword_ranking`, `entity_ranking`) over arrays, in linear time.
+    keyword (coverage) and entity (share) orders of the anchors, in linear time.
 
     count, importance and created (epoch seconds, clamped to [0, 2^35)) are packed into one integer key, so
     a partial selection finds the cut and only rows tied on all three are compared by id.

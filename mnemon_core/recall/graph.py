@@ -110,9 +110,6 @@ class GraphView:
     def size(self) -> int:
         return len(self.ids)
 
-    def id_of(self, node: int) -> str:
-        return self.ids[node]
-
     def id_rank(self, nodes: np.ndarray) -> np.ndarray:
         """Each node's position in id order among all indexed nodes (ties in the beam are broken by id).
 
@@ -217,14 +214,6 @@ class GraphView:
         mask = self.scope_mask(nodes, scope)
         return {id_ for id_, ok in zip(ids, mask.tolist()) if ok}
 
-    def meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str]]:
-        """id → (importance, created_at) of the active insights among ids."""
-        nodes = self.intern(ids)
-        act = self.active(nodes)
-        return {
-            id_: (int(self.importance[n]), self.created[n]) for id_, n, ok in zip(ids, nodes.tolist(), act.tolist()) if ok
-        }
-
     def postings(self, tokens: Sequence[str] = (), entities: Sequence[str] = ()) -> list[np.ndarray]:
         """For each query token, then each (lower-case) entity: the active insights holding it, as sorted node
         indices. Asked of the store once per token / entity and store version."""
@@ -312,23 +301,6 @@ class GraphView:
         """Flat adjacency of nodes (loaded on first use), for `beam_search_arrays`."""
         self._ensure_adj(nodes)
         return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight, self._sub)
-
-    def neighbours(self, ids: Sequence[str], scope: Filters | None = None) -> dict[str, list[tuple[str, str, float]]]:
-        """Plain-data view for `traverse.beam_search`: id → [(neighbour id, edge type, weight)], sorted by
-        neighbour id then type; neighbours outside `scope` are left out (traversal cannot leave the scope)."""
-        nodes = self.intern(ids)
-        e = self.edges(nodes)
-        out: dict[str, list[tuple[str, str, float]]] = {}
-        for id_, lo, deg in zip(ids, e.start.tolist(), e.degree.tolist()):
-            nbr = e.nbr[lo : lo + deg]
-            keep = self.scope_mask(nbr, scope) if scope is not None else np.ones(deg, dtype=bool)
-            out[id_] = [
-                (self.ids[n], EDGE_TYPES[t], w)
-                for n, t, w, k in zip(nbr.tolist(), e.etype[lo : lo + deg].tolist(), e.weight[lo : lo + deg].tolist(),
-                                      keep.tolist())
-                if k
-            ]
-        return out
 
     def superseded(self) -> np.ndarray:
         """Node indices of every active `supersedes` target."""

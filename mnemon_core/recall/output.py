@@ -1,5 +1,8 @@
 """Recall output shapes (reference §1.2, §4.5): compact (default), `--verbose`, `--brief`, and the hint.
 
+A smart recall gives one typed result, `VerboseRecallResult` (`verbose` builds it from the pipeline's rows);
+each face shapes it: `compact(found)`, `brief(found, n)`, or the result itself for `--verbose`.
+
 Compact and brief round the score half away from zero to 3 decimals and take the confidence label from the
 *rounded* score (< 0.25 low, < 0.6 medium, else high). With the `hybrid` recipe's evidence rule, a result that
 matched none of the query's words or entities and is not close in meaning (calibrated cosine below 0.5) is
@@ -45,12 +48,12 @@ def round_score(score: float, decimals: int = SCORE_DECIMALS) -> float:
     return math.copysign(math.floor(abs(scaled) + 0.5), scaled) / scale
 
 
-def matched(r: Scored) -> bool:
+def matched(r: Scored | Signals) -> bool:
     """The result shares a word or an entity with the query, or is close to it in meaning."""
     return r.keyword > 0 or r.entity > 0 or r.similarity >= CONFIDENCE_MIN_SIMILARITY
 
 
-def confidence(rounded: float, result: Scored | None = None, evidence: bool = False) -> str:
+def confidence(rounded: float, result: Scored | Signals | None = None, evidence: bool = False) -> str:
     if rounded < CONFIDENCE_LOW or (evidence and result is not None and not matched(result)):
         return "low"
     if rounded < CONFIDENCE_HIGH:
@@ -74,26 +77,12 @@ def excerpt(content: str, max_chars: int) -> str:
     return text[: max_chars - 1].strip() + "…"
 
 
-def compact(
+def verbose(
     results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta,
     evidence: bool = False,
-) -> RecallResult:
-    hits = []
-    for r in results:
-        ins = insights[r.id]
-        score = round_score(r.score)
-        hits.append(
-            RecallHit(
-                id=r.id, content=ins.content, category=ins.category, importance=ins.importance, intent=intent,
-                matched_via=r.via, confidence=confidence(score, r, evidence), score=score, superseded=r.superseded,
-            )
-        )
-    return RecallResult(results=hits, hint=meta.hint, meta=meta)
-
-
-def verbose(
-    results: Sequence[Scored], insights: Mapping[str, Insight], intent: Intent, meta: RecallMeta
 ) -> VerboseRecallResult:
+    """The typed result of a smart recall from the pipeline's ranked rows (`evidence`: the recipe's confidence
+    rule, kept for the shapes below)."""
     hits = [
         VerboseHit(
             insight=insights[r.id], score=r.score, intent=intent, via=r.via,
@@ -102,23 +91,35 @@ def verbose(
         )
         for r in results
     ]
-    return VerboseRecallResult(results=hits, meta=meta)
+    return VerboseRecallResult(results=hits, meta=meta, evidence=evidence)
 
 
-def brief(
-    results: Sequence[Scored], insights: Mapping[str, Insight], meta: RecallMeta, max_chars: int,
-    evidence: bool = False,
-) -> BriefRecallResult:
+def compact(found: VerboseRecallResult) -> RecallResult:
     hits = []
-    for r in results:
-        ins = insights[r.id]
-        score = round_score(r.score)
+    for h in found.results:
+        ins = h.insight
+        score = round_score(h.score)
         hits.append(
-            BriefHit(id=r.id, excerpt=excerpt(ins.content, max_chars), category=ins.category, score=score,
-                     confidence=confidence(score, r, evidence), superseded=r.superseded)
+            RecallHit(
+                id=ins.id, content=ins.content, category=ins.category, importance=ins.importance, intent=h.intent,
+                matched_via=h.via, confidence=confidence(score, h.signals, found.evidence), score=score,
+                superseded=h.superseded,
+            )
+        )
+    return RecallResult(results=hits, hint=found.meta.hint, meta=found.meta)
+
+
+def brief(found: VerboseRecallResult, max_chars: int) -> BriefRecallResult:
+    hits = []
+    for h in found.results:
+        ins = h.insight
+        score = round_score(h.score)
+        hits.append(
+            BriefHit(id=ins.id, excerpt=excerpt(ins.content, max_chars), category=ins.category, score=score,
+                     confidence=confidence(score, h.signals, found.evidence), superseded=h.superseded)
         )
     return BriefRecallResult(
-        results=hits, hint=meta.hint, detail_command=DETAIL_COMMAND if hits else "", meta=meta
+        results=hits, hint=found.meta.hint, detail_command=DETAIL_COMMAND if hits else "", meta=found.meta
     )
 
 

@@ -6,15 +6,14 @@ through the `GraphView` memo and a few batched signal queries, all inside the ca
 
 The recipe (`RecallConfig`) picks the keyword score (the spec's token coverage, or BM25), the graph step (the
 spec's beam search, or the relevance flow of `flow.py`) and how confidence, hint and WHY order are decided.
-For the beam, `engine="arrays"` (the default) runs the beam search and rerank as numpy array operations;
-`"reference"` runs the plain-Python versions of the same steps over ids. They give the same results (the
-tests hold them to it).
+The beam search and rerank run as numpy array operations; the tests hold them to a plain-Python reference of
+the same steps (`tests/reference_engine.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,13 +25,13 @@ from ..store.base import AnnSearch
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
-from .constants import ROLE_SOURCES
+from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
-from .rerank import Scored, combine, rank, rerank, rerank_arrays, top_arrays, why_chains, why_order
+from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
-from .traverse import Edges, beam_search, beam_search_arrays
+from .traverse import Edges, beam_search_arrays
 
 __all__ = ["AnnSearch", "Outcome", "VectorInput", "scope_of", "smart_recall", "vector_input"]
 
@@ -91,7 +90,6 @@ def smart_recall(
     scope: Filters,
     vectors: VectorInput | None = None,
     config: RecallConfig = SPEC,
-    engine: Literal["arrays", "reference"] = "arrays",
 ) -> Outcome:
     view = graph_view(store)
     if vectors is not None and not vectors.ids and vectors.ann is None:
@@ -100,10 +98,7 @@ def smart_recall(
         view.sync()
         view.use_vectors(vectors.ids if vectors is not None else [])
         sig = _signals(store, view, query, scope, vectors, config)
-        if config.graph == "flow":
-            run = _run_flow
-        else:
-            run = _run_arrays if engine == "arrays" else _run_reference
+        run = _run_flow if config.graph == "flow" else _run_arrays
         results, traversed = run(view, sig, intent, scope, limit, config)
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
@@ -169,7 +164,8 @@ def _signals(
     entity_rank = _top(view, entity, len(entities), k)
 
     anchors = fuse(
-        {"keyword": keyword_rank, "vector": vector_rank, "time": time_rank, "entity": entity_rank}, config.rrf_k
+        {VIA_KEYWORD: keyword_rank, VIA_VECTOR: vector_rank, VIA_TIME: time_rank, VIA_ENTITY: entity_rank},
+        config.rrf_k,
     )
     return _Signals(anchors, keyword, entity, cosines, cosine_of)
 
@@ -430,39 +426,3 @@ def _lookup(keys: np.ndarray, values: np.ndarray, nodes: np.ndarray) -> np.ndarr
         return np.zeros(nodes.shape[0], dtype=np.float64)
     at = np.minimum(np.searchsorted(keys, nodes), keys.size - 1)
     return np.where(keys[at] == nodes, values[at], 0.0)
-
-
-def _run_reference(
-    view: GraphView, sig: _Signals, intent: Intent, scope: Filters, limit: int, config: RecallConfig
-) -> tuple[list[Scored], int]:
-    cosine: Callable[[str], float] | None = None
-    if sig.cosine_of is not None:
-        cos_of = sig.cosine_of
-
-        def cosine(id_: str) -> float:
-            return float(cos_of(view.intern([id_]))[0])
-
-    params = config.traversal[intent]
-    walked = beam_search(
-        sig.anchors,
-        lambda ids: view.neighbours(ids, scope),
-        config.phi(intent),
-        beam_width=params.beam_width,
-        max_depth=params.max_depth,
-        max_visited=params.max_visited,
-        lambda1=config.lambda1,
-        lambda2=config.lambda2,
-        cosine=cosine,
-    )
-    superseded = {view.ids[i] for i in view.superseded().tolist()}
-    scored = rerank(
-        walked.scores,
-        walked.via,
-        weights=config.weights(intent, cosine is not None),
-        keyword={view.ids[n]: v for n, v in zip(sig.keyword[0].tolist(), sig.keyword[1].tolist())},
-        entity={view.ids[n]: v for n, v in zip(sig.entity[0].tolist(), sig.entity[1].tolist())},
-        similarity=cosine,
-        superseded=superseded,
-        superseded_factor=config.superseded_factor,
-    )
-    return rank(scored, view.meta(list(walked.scores)), limit), len(walked.scores)

@@ -19,16 +19,14 @@ cause is not pushed below a chain of weaker ones.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from .constants import SUPERSEDED_FACTOR
 
-__all__ = [
-    "Scored", "combine", "graph_scores", "rank", "rerank", "rerank_arrays", "top_arrays", "why_chains", "why_order",
-]
+__all__ = ["Scored", "combine", "rerank_arrays", "top_arrays", "why_chains", "why_order"]
 
 
 class Scored(NamedTuple):
@@ -42,54 +40,6 @@ class Scored(NamedTuple):
     superseded: bool
 
 
-def graph_scores(raw: Mapping[str, float]) -> dict[str, float]:
-    """Min–max normalisation of traversal scores; all 0 when they are all equal."""
-    if not raw:
-        return {}
-    lo, hi = min(raw.values()), max(raw.values())
-    span = hi - lo
-    if span <= 0:
-        return dict.fromkeys(raw, 0.0)
-    return {id_: (v - lo) / span for id_, v in raw.items()}
-
-
-def rerank(
-    traversal: Mapping[str, float],
-    via: Mapping[str, str],
-    *,
-    weights: tuple[float, float, float, float],
-    keyword: Mapping[str, float],
-    entity: Mapping[str, float],
-    similarity: Callable[[str], float] | None = None,
-    superseded: Collection[str] = (),
-    superseded_factor: float = SUPERSEDED_FACTOR,
-) -> list[Scored]:
-    """Score every candidate (unsorted). `similarity(id)` is the calibrated cosine (None: no vectors)."""
-    w_kw, w_ent, w_sim, w_gr = weights
-    graph = graph_scores(traversal)
-    out: list[Scored] = []
-    for id_, g in graph.items():
-        kw = keyword.get(id_, 0.0)
-        ent = entity.get(id_, 0.0)
-        sim = 0.0
-        if similarity is not None:
-            sim = max(0.0, similarity(id_))
-        score = w_kw * kw + w_ent * ent + w_sim * sim + w_gr * g
-        sup = id_ in superseded
-        if sup:
-            score *= superseded_factor
-        out.append(Scored(id_, score, via.get(id_, ""), kw, ent, sim, g, sup))
-    return out
-
-
-def rank(scored: Iterable[Scored], meta: Mapping[str, tuple[int, str]], limit: int | None = None) -> list[Scored]:
-    """Best first: score, then importance, newer created_at, id. `meta`: id → (importance, created_at)."""
-    rows = sorted(scored, key=lambda s: s.id)
-    rows.sort(key=lambda s: meta[s.id][1] if s.id in meta else "", reverse=True)
-    rows.sort(key=lambda s: (-s.score, -(meta[s.id][0] if s.id in meta else 0)))
-    return rows if limit is None else rows[:limit]
-
-
 def rerank_arrays(
     raw: np.ndarray,
     *,
@@ -100,7 +50,8 @@ def rerank_arrays(
     superseded: np.ndarray,
     superseded_factor: float = SUPERSEDED_FACTOR,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`rerank` over aligned arrays (one row per candidate): returns (final score, graph, similarity)."""
+    """Score every candidate (one row per aligned array; `similarity` None without vectors): returns
+    (final score, graph, similarity)."""
     if raw.size == 0:
         return raw.copy(), raw.copy(), raw.copy()
     lo, hi = float(raw.min()), float(raw.max())
@@ -125,7 +76,7 @@ def top_arrays(
     score: np.ndarray, importance: Callable[[np.ndarray], np.ndarray], key: Callable[[int], tuple[str, str]],
     limit: int,
 ) -> list[int]:
-    """Rows of the `limit` best scores, ordered as `rank` orders them (score, importance, newer, id).
+    """Rows of the `limit` best scores, best first: score, importance, newer, id.
 
     Only rows that can make the cut are compared on the full key: the best `limit` scores and whatever ties
     the last of them. `key(row)` → (created_at, id).

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_serializer
 
 from ..models import Category, Insight, Intent, OmitEmpty
+from .constants import EXCERPT_CHARS
 
 __all__ = [
     "BriefHit",
@@ -81,10 +82,28 @@ class VerboseHit(OmitEmpty):
 
 
 class VerboseRecallResult(BaseModel):
-    """`--verbose`: full insights, raw scores, the four signals and the run's meta."""
+    """What a smart recall found, before any shaping (`Memory.retrieve`): the ranked hits with their full
+    insights, raw scores, labels and four signals, and the run's meta. Its JSON is `recall --verbose`;
+    `compact()` and `brief()` give the other shapes (`recall/output.py`)."""
 
     results: list[VerboseHit]
     meta: RecallMeta
+    evidence: bool = Field(
+        default=False, exclude=True,
+        description="the recipe's confidence rule: a hit matching no word, entity or meaning is \"low\"",
+    )
+
+    def compact(self) -> RecallResult:
+        """The default shape: what an agent needs of each hit (`recall`'s JSON)."""
+        from .output import compact
+
+        return compact(self)
+
+    def brief(self, excerpt_chars: int = EXCERPT_CHARS) -> BriefRecallResult:
+        """Excerpts of at most `excerpt_chars` characters instead of contents (`recall --brief`)."""
+        from .output import brief
+
+        return brief(self, excerpt_chars)
 
 
 class BriefHit(BaseModel):

@@ -14,106 +14,23 @@ Deterministic: the beam is expanded best first; each node's transitions are scor
 score, neighbour id and edge type, then budgeted; the next beam is cut by score, then id. Anchors advance
 level by level together, so one neighbour lookup serves every anchor at a depth (one store query per level).
 
-Two implementations with one behaviour: `beam_search` is the algorithm written out over ids and a neighbour
-function (the reference, easy to read and to test by hand); `beam_search_arrays` runs all anchors' levels as
-numpy array operations over dense node indices (what recall uses: tens of thousands of transitions a query).
-The tests hold them to identical scores and labels on random graphs.
+`beam_search_arrays` runs all anchors' levels as numpy array operations over dense node indices (tens of
+thousands of transitions a query). The same algorithm written out over ids, the reference, is the tests'
+oracle (`tests/reference_engine.py`); the tests hold the two to identical scores and labels on random graphs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from .anchors import Anchor
-from .constants import LAMBDA1, LAMBDA2
+from .constants import LAMBDA1
 
-__all__ = ["ArrayGraph", "ArrayTraversed", "Edges", "Neighbours", "Traversed", "beam_search", "beam_search_arrays"]
+__all__ = ["ArrayGraph", "ArrayTraversed", "Edges", "beam_search_arrays"]
 
-# ids → for each id, its (neighbour id, edge type, edge weight) edges, both directions, deduplicated.
-Neighbours = Callable[[Sequence[str]], Mapping[str, Sequence[tuple[str, str, float]]]]
-
-
-class Traversed(NamedTuple):
-    scores: dict[str, float]  # best traversal score of every node reached (anchors included)
-    via: dict[str, str]  # the anchor label, or the edge type of the transition that set the best score
-
-
-class _Walk:
-    """One anchor's search state: its own visited set and budget, its current beam."""
-
-    __slots__ = ("beam", "count", "visited")
-
-    def __init__(self, anchor: Anchor) -> None:
-        self.visited = {anchor.id}
-        self.count = 1
-        self.beam: list[tuple[str, float]] = [(anchor.id, anchor.score)]
-
-
-def beam_search(
-    anchors: Sequence[Anchor],
-    neighbours: Neighbours,
-    phi: Mapping[str, float],
-    *,
-    beam_width: int,
-    max_depth: int,
-    max_visited: int,
-    lambda1: float = LAMBDA1,
-    lambda2: float = LAMBDA2,
-    cosine: Callable[[str], float] | None = None,
-) -> Traversed:
-    """Run the beam from every anchor (in the order given) and return the global best scores and labels.
-
-    `neighbours(ids)` gives each id's edges; `cosine(id)` the neighbour's cosine with the query (None: no
-    vectors, the λ2 term is 0).
-    """
-    best = {a.id: a.score for a in anchors}
-    via = {a.id: a.via for a in anchors}
-    walks = [_Walk(a) for a in anchors]
-    inf = float("-inf")
-    for _depth in range(max_depth):
-        live = [w for w in walks if w.beam and w.count < max_visited]
-        if not live:
-            break
-        adjacency = neighbours(sorted({node for w in live for node, _ in w.beam}))
-        bonus: dict[str, float] = {}
-        for walk in live:
-            visited = walk.visited
-            nxt: list[tuple[str, float]] = []
-            for node, score in walk.beam:
-                if walk.count >= max_visited:
-                    break
-                moves = []
-                for nbr, etype, weight in adjacency.get(node, ()):
-                    step = lambda1 * phi.get(etype, 0.0) * weight
-                    if cosine is not None:
-                        b = bonus.get(nbr)
-                        if b is None:
-                            b = bonus[nbr] = lambda2 * max(0.0, cosine(nbr))
-                        step += b
-                    moves.append((-(score + step), nbr, etype))
-                moves.sort()
-                for neg, nbr, etype in moves:
-                    if walk.count >= max_visited:
-                        break
-                    total = -neg
-                    if total > best.get(nbr, inf):
-                        best[nbr] = total
-                        via[nbr] = etype
-                    if nbr not in visited:
-                        visited.add(nbr)
-                        walk.count += 1
-                        nxt.append((nbr, total))
-            nxt.sort(key=lambda item: (-item[1], item[0]))
-            walk.beam = nxt[:beam_width]
-    return Traversed(best, via)
-
-
-# ---------------------------------------------------------------------------------------------- array engine
-#
-# How the array engine stays identical to `beam_search` while sorting little:
+# How the array engine stays identical to the reference beam search while sorting little:
 # * Transitions are gathered in "array order": anchor, beam position, then the node's edges in (neighbour id,
 #   type) order. Where several edges of one node lead to the same neighbour, only the best-scored (first on a
 #   tie) is kept: the reference takes it first, and the others can neither discover the neighbour again nor
@@ -172,7 +89,7 @@ def beam_search_arrays(
     lambda1: float = LAMBDA1,
     bonus: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> ArrayTraversed:
-    """`beam_search` over dense indices: anchors (distinct, in processing order) with their start scores, φ
+    """The beam search over dense indices: anchors (distinct, in processing order) with their start scores, φ
     by edge type code, and `bonus(nodes)` = λ2 · max(0, cos) per node (None without vectors)."""
     n_anchors = int(anchor_nodes.shape[0])
     anchor_nodes = anchor_nodes.astype(np.int64, copy=False)
