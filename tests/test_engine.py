@@ -119,8 +119,7 @@ def test_a_stale_engine_is_replaced_by_one_of_this_code(engine_on: Path) -> None
 
 def test_an_idle_engine_exits(engine_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMON_DAEMON_IDLE", "1")
-    run_cli("remember", "x")
-    pid = state(engine_on)["pid"]
+    pid = run_cli("daemon", "start").json()["pid"]
     deadline = time.monotonic() + 20
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
