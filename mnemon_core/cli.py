@@ -320,6 +320,15 @@ def _migrate(a: argparse.Namespace) -> None:
     emit(migrate(a.source, a.target, settings))
 
 
+@command("receipt")
+def _receipt(a: argparse.Namespace) -> None:
+    from .receipt import build
+    from .timeutil import now
+
+    mem = memory(a)
+    emit(build(mem.settings.store, a.limit, mem.log(limit=a.limit), now()).plain())
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -432,6 +441,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("migrate", "Copy a store into Postgres (insights, vectors, edges, oplog), verified by counts and a checksum")
     s.add_argument("--from", dest="source", required=True, metavar="SRC", help="sqlite:PATH (sqlite: = current store)")
     s.add_argument("--to", dest="target", required=True, metavar="URL", help="postgresql://… (store: --store)")
+
+    s = cmd("receipt", "Recent operations as a shareable receipt: hashes of ids and details, no content")
+    s.add_argument("--limit", type=int, default=20)
 
     return p
 
