@@ -178,6 +178,17 @@ class Document:
         line = self.text.rfind("\n", 0, at) + 1
         return self.text[line:at].strip(" \t\ufeff") == ""
 
+    def _end_of_line(self, at: int) -> int:
+        """Where the line goes on after `at` when only blanks or a `//` comment follow, else `at`."""
+        s, i = self.text, at
+        while i < len(s) and s[i] in " \t":
+            i += 1
+        if s.startswith("//", i) or s.startswith("\n", i) or s.startswith("\r\n", i):
+            nl = s.find("\n", i)
+            nl = len(s) if nl < 0 else nl
+            return nl - (s[nl - 1:nl] == "\r")
+        return at
+
     def _render(self, value: Any, indent: str) -> str:
         unit = "\t" if indent.startswith("\t") else INDENT_UNIT
         lines = json.dumps(value, indent=unit, ensure_ascii=False).split("\n")
@@ -194,12 +205,19 @@ class Document:
             return
         if container.items:
             last = container.items[-1]
-            if self._starts_line(last.start):
-                indent = self._line_indent(last.start)
-                new = "," + self.newline + indent + self._member(key, value, indent)
-            else:  # elements on one line: keep it one line
-                new = ", " + self._member(key, value, None)
-            self._splice(last.end, last.end, new)
+            if not self._starts_line(last.start):  # elements on one line: keep it one line
+                self._splice(last.end, last.end, ", " + self._member(key, value, None))
+                return
+            # On a line of its own, after the last element's line (and its comment): that line is unchanged
+            # but for the comma the last element needs now, unless it had a trailing one (then so does ours).
+            indent = self._line_indent(last.start)
+            trailing = last.comma is not None
+            at = self._end_of_line(last.comma + 1 if last.comma is not None else last.end)
+            line = self.newline + indent + self._member(key, value, indent) + ("," if trailing else "")
+            if trailing:
+                self._splice(at, at, line)
+            else:  # one splice from the last element's end: the comma, the rest of its line, our line
+                self._splice(last.end, at, "," + self.text[last.end:at] + line)
             return
         inner = self.text[container.start + 1:container.end - 1]
         base = self._line_indent(container.start)
@@ -222,7 +240,17 @@ class Document:
             start, end = item.start, item.end if item.comma is None else item.comma + 1
             if s[container.start + 1:start].strip(_BLANK) == "" and s[end:container.end - 1].strip(_BLANK) == "":
                 start, end = container.start + 1, container.end - 1
-        elif index == len(items) - 1:  # the last: from the comma before it
+        elif index == len(items) - 1 and self._starts_line(item.start):  # the inverse of `append`
+            before = items[index - 1]
+            start = s.rfind("\n", 0, item.start)
+            start -= s[start - 1:start] == "\r"
+            end = item.end if item.comma is None else item.comma + 1
+            if item.comma is None and before.comma is not None:  # the comma `append` gave the one before
+                self._splice(before.comma, end, s[before.comma + 1:start])
+            else:
+                self._splice(start, end, "")
+            return
+        elif index == len(items) - 1:  # the last on a shared line: from the comma before it
             start, end = items[index - 1].comma, item.end
             assert start is not None
         else:

@@ -16,21 +16,23 @@ from ..errors import ValidationError
 from .jsonc import Document, Node
 
 Layout = Literal["grouped", "flat"]
-SCRIPTS = ("prime.sh", "user_prompt.sh", "stop.sh", "compact.sh")
-_OURS = re.compile(r"hooks/mnemon/(?:%s)\b" % "|".join(re.escape(s) for s in SCRIPTS))
+# The script of each hook phase, under `<config dir>/hooks/mnemon/` (the Go original's names).
+SCRIPTS = {"prime": "prime.sh", "remind": "user_prompt.sh", "nudge": "stop.sh", "compact": "compact.sh"}
+_OURS = re.compile(r"hooks/mnemon/(?:%s)\b" % "|".join(re.escape(s) for s in SCRIPTS.values()))
 
 
 def is_ours(command: Any) -> bool:
     return isinstance(command, str) and _OURS.search(command) is not None
 
 
-def _member(doc: Document, node: Node, key: str, kind: str, where: str) -> Node | None:
-    item = node.get(key)
-    if item is None:
-        return None
-    if item.value.kind != kind:
-        raise ValidationError(f'{doc.name}: {where}"{key}" must be an {kind}', field="settings")
-    return item.value
+def _member(doc: Document, node: Node, key: str, kind: str, where: str = "") -> tuple[int, Node] | None:
+    """The index and value of member `key` of `node`, which must be of `kind` when it is there."""
+    for i, item in enumerate(node.items):
+        if item.key == key:
+            if item.value.kind != kind:
+                raise ValidationError(f'{doc.name}: {where}"{key}" must be an {kind}', field="settings")
+            return i, item.value
+    return None
 
 
 def _root(doc: Document) -> Node:
@@ -48,10 +50,10 @@ def _next_removal(doc: Document, layout: Layout) -> tuple[Node, int, list[tuple[
     """The first hook of ours: its container, its index, and the containers it would leave empty (innermost
     first, each with its index in its parent), which go with it."""
     root = _root(doc)
-    hooks = _member(doc, root, "hooks", "object", "")
-    if hooks is None:
+    found = _member(doc, root, "hooks", "object")
+    if found is None:
         return None
-    hooks_index = root.items.index(root.get("hooks"))  # type: ignore[arg-type]
+    hooks_index, hooks = found
     for ev_index, event in enumerate(hooks.items):
         if event.value.kind != "array":
             raise ValidationError(f'{doc.name}: "hooks"."{event.key}" must be an array', field="settings")
@@ -61,11 +63,14 @@ def _next_removal(doc: Document, layout: Layout) -> tuple[Node, int, list[tuple[
                 if is_ours(_command(entry.value)):
                     return entries, i, [(hooks, ev_index), (root, hooks_index)]
                 continue
-            inner = _member(doc, entry.value, "hooks", "array", f'"hooks"."{event.key}"[{i}].') \
-                if entry.value.kind == "object" else None
-            for j, hook in enumerate(inner.items if inner else []):
+            group = entry.value
+            inner = _member(doc, group, "hooks", "array", f'"hooks"."{event.key}"[{i}].') \
+                if group.kind == "object" else None
+            if inner is None:
+                continue
+            for j, hook in enumerate(inner[1].items):
                 if is_ours(_command(hook.value)):
-                    return inner, j, [(entries, i), (hooks, ev_index), (root, hooks_index)]  # type: ignore
+                    return inner[1], j, [(entries, i), (hooks, ev_index), (root, hooks_index)]
     return None
 
 
@@ -93,15 +98,15 @@ def add(doc: Document, layout: Layout, entries: dict[str, list[dict[str, Any]]],
             doc.append(doc.root, value, key=key)
     for event, values in entries.items():
         for value in values:
-            hooks = _member(doc, _root(doc), "hooks", "object", "")
+            hooks = _member(doc, _root(doc), "hooks", "object")
             if hooks is None:
                 doc.append(doc.root, {event: [value]}, key="hooks")
                 continue
-            existing = _member(doc, hooks, event, "array", '"hooks".')
+            existing = _member(doc, hooks[1], event, "array", '"hooks".')
             if existing is None:
-                doc.append(hooks, [value], key=event)
+                doc.append(hooks[1], [value], key=event)
             else:
-                doc.append(existing, value)
+                doc.append(existing[1], value)
 
 
 def ours_in(doc: Document, layout: Layout) -> int:
@@ -112,5 +117,5 @@ def ours_in(doc: Document, layout: Layout) -> int:
 
 def is_empty(doc: Document, root_defaults: dict[str, Any] | None = None) -> bool:
     """Whether nothing is left but what `add` itself puts at the top level (Cursor's `"version": 1`)."""
-    value = _root(doc).plain()
-    return all(k in (root_defaults or {}) and v == root_defaults[k] for k, v in value.items())  # type: ignore[index]
+    defaults = root_defaults or {}
+    return all(k in defaults and defaults[k] == v for k, v in _root(doc).plain().items())
