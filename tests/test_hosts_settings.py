@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -97,20 +98,28 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(_keys.filter(lambda k: k != "hooks"), _values, max_size=4),
     st.sampled_from([None, 2, 4, "\t"]),
     st.booleans(),
+    st.booleans(),
+    st.booleans(),
     st.sampled_from(["\n", "\r\n"]),
 )
-def test_any_settings_file_round_trips_byte_for_byte(value: dict, indent, foreign_hooks: bool, newline: str) -> None:
+def test_any_settings_file_round_trips_byte_for_byte(value: dict, indent, foreign_hooks: bool, trailing: bool,
+                                                     comments: bool, newline: str) -> None:
     if foreign_hooks:
         value = {**value, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}
-    text = json.dumps(value, indent=indent, ensure_ascii=False).replace("\n", newline)
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    if trailing:  # a comma after every last element that ends a line
+        text = re.sub(r"([^\s,\[{])(\n\s*[}\]])", r"\1,\2", text)
+    if comments:  # a comment at the end of every line that ends with a comma, and one on top
+        text = "// settings\n" + text.replace(",\n", ", // note\n")
+    text = text.replace("\n", newline)
     doc = Document(text)
     hooks_file.add(doc, "grouped", OURS)
-    merged = json.loads(doc.text)
+    merged = parse(doc.text).plain()
     assert {k: v for k, v in merged.items() if k != "hooks"} == {k: v for k, v in value.items() if k != "hooks"}
     assert merged["hooks"]["SessionStart"] == OURS["SessionStart"]
     assert merged["hooks"]["Stop"][-1] == OURS["Stop"][0]

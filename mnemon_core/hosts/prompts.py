@@ -58,7 +58,7 @@ SKILL = """\
 name: mnemon
 description: Persistent graph memory for agents. Recall what earlier sessions learned, remember facts, decisions and preferences, link related memories.
 ---
-<!-- written by mnemon setup; `mnemon setup --eject` removes it -->
+<!-- written by mnemon setup -->
 
 # mnemon
 
