@@ -2,7 +2,7 @@
 
 Codex reads hook stdout as JSON (developers.openai.com/codex/hooks): the context goes out as
 `hookSpecificOutput.additionalContext`, the nudge as a non-blocking `systemMessage`, as the original did.
-Codex runs a new hook only once it is reviewed and trusted (`/hooks`).
+Codex runs a new hook only once it is reviewed and trusted.
 """
 
 from __future__ import annotations
@@ -26,5 +26,5 @@ TARGET = Target(
         Phase("remind", "UserPromptSubmit", {"timeout": 30, "statusMessage": "mnemon: recall reminder"}),
         Phase("nudge", "Stop", {"timeout": 30, "statusMessage": "mnemon: remember reminder"}),
     ),
-    note="Start a new Codex session and trust the mnemon hooks when Codex asks (/hooks).",
+    note="Start a new Codex session and trust the mnemon hooks when Codex asks.",
 )
