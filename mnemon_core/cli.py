@@ -341,6 +341,34 @@ def _migrate(a: argparse.Namespace) -> None:
     emit(migrate(a.source, a.target, settings))
 
 
+@command("receipt")
+def _receipt(a: argparse.Namespace) -> None:
+    from .receipt import build
+    from .timeutil import now
+
+    mem = memory(a)
+    emit(build(mem.settings.store, a.limit, mem.log(limit=a.limit), now()).plain())
+
+
+@command("setup")
+def _setup(a: argparse.Namespace) -> None:
+    from .hosts.setup import main as setup
+
+    sys.stdout.write(setup(a))
+
+
+@command("hook")
+def _hook(a: argparse.Namespace) -> None:
+    from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+
+    def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
+        mem = memory(a)
+        status = mem.status()
+        return status.total_insights, status.edge_count, mem.settings.data_dir
+
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts))
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -494,6 +522,23 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("migrate", "Copy a store into Postgres (insights, vectors, edges, oplog), verified by counts and a checksum")
     s.add_argument("--from", dest="source", required=True, metavar="SRC", help="sqlite:PATH (sqlite: = current store)")
     s.add_argument("--to", dest="target", required=True, metavar="URL", help="postgresql://… (store: --store)")
+
+    s = cmd("receipt", "Recent operations as a shareable receipt: hashes of ids and details, no content")
+    s.add_argument("--limit", type=int, default=20)
+
+    s = cmd("setup", "Install the skill, the guide and hooks into coding-agent hosts (docs/agents.md)")
+    s.add_argument("--target", nargs="+", action="extend", metavar="T",
+                   help="claude-code, codex, cursor, nanobot (default: the hosts detected)")
+    s.add_argument("--global", dest="is_global", action="store_true",
+                   help="the user-wide config (~/.claude, ~/.codex, ...) instead of the project's")
+    s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")
+    s.add_argument("--eject", action="store_true", help="remove mnemon's entries and files, nothing else")
+
+    from .hosts.hooks import HOSTS, PHASES  # standard library only
+
+    s = cmd("hook", "What the hooks installed by setup run (reads the host's JSON on stdin)")
+    s.add_argument("phase", choices=PHASES)
+    s.add_argument("--host", choices=HOSTS, default="claude-code")
 
     return p
 

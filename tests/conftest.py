@@ -109,7 +109,8 @@ def cli_both_ways(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: p
         stop_engines(tmp_path)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None) -> CLIResult:
+def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = None,
+            cwd: str | os.PathLike[str] | None = None) -> CLIResult:
     """Run the real `mnemon` entry point in a fresh process (as an agent would)."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
@@ -117,7 +118,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None, input: str | None = N
         full_env.update(env)
     proc = subprocess.run(
         [sys.executable, "-m", "mnemon_core", *args], capture_output=True, text=True, env=full_env, input=input,
-        timeout=120,
+        timeout=120, cwd=cwd,
     )
     return CLIResult(proc)
 

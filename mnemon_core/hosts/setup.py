@@ -1,0 +1,133 @@
+"""`mnemon setup [--target T ...] [--global] [--yes] [--eject]` (reference §8.1).
+
+Without `--target`: the hosts detected (binary on PATH or user config dir present; for `--eject`, where
+mnemon is installed), each confirmed interactively on a terminal, all of them with `--yes` or without a
+terminal. Every target's changes are planned first, so a settings file that cannot be parsed or a file that
+is someone else's stops the whole run before anything is written. After an install, the prompt files
+(`<data dir>/prompt/`) and the store the hooks use exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import ReadOnlyError, ValidationError
+from . import claude_code, codex, cursor, nanobot
+from .base import OPTIONAL_DEFAULTS, Plan, Target, cli_command, installed, plan_eject, plan_install
+from .prompts import write_prompt_files
+
+# Reference §8.1 also names openclaw, pi and hermes: a JavaScript plugin, a TypeScript extension and a YAML
+# config whose formats this port does not reproduce yet.
+TARGETS: dict[str, Target] = {t.name: t for t in (claude_code.TARGET, codex.TARGET, cursor.TARGET, nanobot.TARGET)}
+PHASE_HELP = {
+    "remind": "remind the agent to recall and remember on every prompt",
+    "nudge": "after each reply, ask whether it warrants a memory",
+    "compact": "before the context is compacted, ask to save what matters",
+}
+
+Ask = Callable[[str, bool], bool]
+
+
+def tty_ask(question: str, default: bool) -> bool:
+    hint = "Y/n" if default else "y/N"
+    try:
+        answer = input(f"{question} [{hint}] ").strip().lower()
+    except EOFError:
+        return default
+    return default if not answer else answer in ("y", "yes")
+
+
+def targets_of(names: list[str] | None) -> list[Target]:
+    out: list[Target] = []
+    for name in names or []:
+        if name not in TARGETS:
+            valid = ", ".join(list(TARGETS)[:-1]) + " or " + list(TARGETS)[-1]
+            raise ValidationError(f'invalid target "{name}" (must be {valid})', field="target")
+        if TARGETS[name] not in out:
+            out.append(TARGETS[name])
+    return out
+
+
+def run(names: list[str] | None, *, is_global: bool, eject: bool, data_dir: Path, options: list[str],
+        ask: Ask | None, ensure_store: Callable[[], str] | None = None) -> list[str]:
+    """The report. After an install, `ensure_store` makes the store the hooks use and says so."""
+    chosen = targets_of(names)
+    lines: list[str] = []
+    if not chosen:
+        found = [t for t in TARGETS.values()
+                 if (installed(t, t.config_dir(is_global)) if eject else t.detected())]
+        if not found:
+            what = "mnemon installation" if eject else "supported host"
+            lines.append(f"No {what} found ({', '.join(t.display for t in TARGETS.values())}); "
+                         "name one with --target.")
+            return lines
+        verb = "Remove mnemon from" if eject else "Set up"
+        chosen = [t for t in found if ask is None or ask(f"{verb} {t.display} ({t.config_dir(is_global)})?", True)]
+    selection = dict(OPTIONAL_DEFAULTS)
+    if ask is not None and not eject:
+        offered = {p.name for t in chosen for p in t.phases} - {"prime"}
+        for name, default in OPTIONAL_DEFAULTS.items():
+            if name in offered:
+                selection[name] = ask(f"Hook {name}: {PHASE_HELP[name]}?", default)
+    cli = cli_command()
+    plans: list[Plan] = []
+    for t in chosen:
+        cfg = t.config_dir(is_global)
+        plans.append(plan_eject(t, cfg) if eject else plan_install(t, cfg, selection, cli, options, is_global))
+    if not eject and plans:
+        written = write_prompt_files(data_dir)
+        states = ", ".join(f"{p.name} {'written' if new else 'kept'}" for p, new in written)
+        lines.append(f"Prompts   {written[0][0].parent} ({states})")
+    for plan in plans:
+        plan.apply()
+        t = plan.target
+        if eject:
+            lines.append(f"{t.display} ({plan.cfg})" + ("" if plan.report else ": nothing of mnemon's there"))
+            lines.extend(plan.report)
+        else:
+            lines.append(f"{t.display} ({plan.cfg})")
+            lines.extend(plan.report)
+            lines.append(f"  {t.note}")
+    if eject and plans:
+        lines.append("The prompt files (guide.md, skill.md) and the stores stay in the data directory.")
+    if not eject and plans:
+        if ensure_store is not None:
+            lines.append(ensure_store())
+        names = " ".join(p.target.name for p in plans)
+        lines.append(f"Remove with: mnemon setup --eject --target {names}" + (" --global" if is_global else ""))
+    return lines
+
+
+def main(a: argparse.Namespace) -> str:
+    """The `setup` command: flags → `run`, then the store the hooks use."""
+    from ..config import UNSET, Settings
+
+    if a.readonly:
+        raise ReadOnlyError("setup")
+    settings = Settings.resolve(data_dir=a.data_dir or UNSET, store=a.store or UNSET,
+                                database_url=a.database_url or UNSET)
+    # What the hooks must be told because they would not find it themselves: a data dir chosen by flag or
+    # $MNEMON_DATA_DIR (the host may not pass that variable on), a store chosen by flag.
+    options: list[str] = []
+    if a.data_dir or os.environ.get("MNEMON_DATA_DIR"):
+        options += ["--data-dir", str(settings.data_dir.absolute())]
+    if a.store:
+        options += ["--store", settings.store]
+    ask = None if a.yes or not sys.stdin.isatty() else tty_ask
+
+    def ensure_store() -> str:
+        from ..store import catalog
+
+        stores = catalog(settings)
+        if stores.exists(settings.store):
+            return f'Store     "{settings.store}"'
+        stores.create(settings.store)
+        return f'Store     "{settings.store}" (created)'
+
+    lines = run(a.target, is_global=a.is_global, eject=a.eject, data_dir=settings.data_dir, options=options,
+                ask=ask, ensure_store=ensure_store)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,435 @@
+"""`mnemon setup` and `mnemon hook` against a temporary home and project: what each target installs, that a
+second install changes nothing, that foreign settings survive byte for byte, that eject takes only what is
+ours, and each installed hook run the way its host runs it (a shell command, JSON on stdin)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli
+from mnemon_core.hosts import hooks, setup
+from mnemon_core.hosts.jsonc import parse
+from mnemon_core.hosts.prompts import GUIDE, SKILL
+
+TARGETS = ["claude-code", "codex", "cursor", "nanobot"]
+HOOKED = ["claude-code", "codex", "cursor"]
+DIRS = {"claude-code": ".claude", "codex": ".codex", "cursor": ".cursor", "nanobot": ".nanobot"}
+SETTINGS = {"claude-code": "settings.json", "codex": "hooks.json", "cursor": "hooks.json"}
+# The events each target registers by default (prime, remind, nudge; compact is off unless chosen).
+EVENTS = {
+    "claude-code": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
+    "codex": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
+    "cursor": {"sessionStart": "prime.sh", "stop": "stop.sh"},
+}
+# Settings a user wrote: comments, trailing commas, a hook of another tool on an event we use.
+FOREIGN = {
+    "claude-code": """// my Claude settings
+{
+  "permissions": {"allow": ["Bash(git status)"]}, /* keep me */
+  "hooks": {
+    "Stop": [
+      {"hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}, // desktop ping
+    ],
+  },
+}
+""",
+    "codex": """{
+  // Codex hooks of another tool
+  "hooks": {
+    "SessionStart": [
+      {"matcher": "startup", "hooks": [{"type": "command", "command": "/opt/audit/log.sh", "timeout": 5},],},
+    ],
+  },
+}
+""",
+    "cursor": """{
+  "version": 1,
+  "hooks": {
+    // format on save
+    "afterFileEdit": [{"command": "./fmt.sh"}],
+    "stop": [{"command": "./audit.sh", "timeout": 10},],
+  },
+}
+""",
+}
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path):
+    """A home and a project of their own; PATH holds no host binary (tests put fakes in `bin`)."""
+    home, project, bin_dir = tmp_path / "home", tmp_path / "project", tmp_path / "bin"
+    for d in (home, project, bin_dir):
+        d.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(project)
+
+    class Host:
+        pass
+
+    h = Host()
+    h.home, h.project, h.bin, h.data = home, project, bin_dir, data_dir
+    return h
+
+
+def mnemon(h, *args: str, input: str = "", env: dict[str, str] | None = None):
+    return run_cli(*args, cwd=h.project, input=input, env=env)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def commands(path: Path, target: str) -> dict[str, list[str]]:
+    """event -> the commands registered for it."""
+    value = parse(path.read_text()).plain()
+    out: dict[str, list[str]] = {}
+    for event, entries in value.get("hooks", {}).items():
+        for e in entries:
+            for hook in (e["hooks"] if target != "cursor" else [e]):
+                out.setdefault(event, []).append(hook["command"])
+    return out
+
+
+def inserted_only(original: str, changed: str) -> bool:
+    rest = iter(changed)
+    return all(c in rest for c in original)  # `in` advances the iterator: a subsequence test
+
+
+def run_as_host(h, command: str, payload: dict | str | None, env: dict[str, str] | None = None):
+    """A host runs a hook as a shell command with its JSON on stdin (Claude Code sets CLAUDE_PROJECT_DIR)."""
+    full = dict(os.environ, PYTHONPATH=str(ROOT), CLAUDE_PROJECT_DIR=str(h.project), **(env or {}))
+    text = payload if isinstance(payload, str) else "" if payload is None else json.dumps(payload)
+    sub = h.project / "src"
+    sub.mkdir(exist_ok=True)
+    return subprocess.run(["sh", "-c", command], input=text, capture_output=True, text=True, env=full,
+                          cwd=sub, timeout=120)  # from a subdirectory: the command must not depend on cwd
+
+
+# ---------------------------------------------------------------- install
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_install_writes_the_skill_the_prompts_and_the_hooks(host, target: str) -> None:
+    r = mnemon(host, "setup", "--target", target)
+    assert r.code == 0 and r.err == "", r.err
+    cfg = host.project / DIRS[target]
+    assert (cfg / "skills" / "mnemon" / "SKILL.md").read_text() == SKILL
+    assert (host.data / "prompt" / "guide.md").read_text() == GUIDE
+    assert (host.data / "prompt" / "skill.md").read_text() == SKILL
+    assert (host.data / "data" / "default" / "mnemon.db").is_file()  # the store the hooks read
+    assert f"{cfg}/skills/mnemon/SKILL.md" in r.out and 'Store     "default" (created)' in r.out
+    assert r.out.rstrip().endswith(f"Remove with: mnemon setup --eject --target {target}")
+    if target == "nanobot":
+        assert not (cfg / "hooks").exists()
+        return
+    registered = commands(cfg / SETTINGS[target], target)
+    assert set(registered) == set(EVENTS[target])
+    for event, script in EVENTS[target].items():
+        path = cfg / "hooks" / "mnemon" / script
+        if target == "claude-code":  # a project install: relative to the project, from any directory of it
+            assert registered[event] == [f'"$CLAUDE_PROJECT_DIR"/.claude/hooks/mnemon/{script}']
+        else:
+            assert registered[event] == [str(path)]
+        lines = path.read_text().splitlines()
+        assert lines[0] == "#!/bin/sh" and len(lines) == 2  # one line: the CLI by absolute path
+        phase = {v: k for k, v in hooks_scripts().items()}[script]
+        assert lines[1] == (f"exec {sys.executable} -m mnemon_core hook {phase} --host {target} "
+                            f"--data-dir {host.data}  # written by mnemon setup")
+        assert os.access(path, os.X_OK)
+    if target == "cursor":
+        assert parse((cfg / "hooks.json").read_text()).plain()["version"] == 1
+        stop = parse((cfg / "hooks.json").read_text()).plain()["hooks"]["stop"][0]
+        assert stop == {"command": str(cfg / "hooks/mnemon/stop.sh"), "timeout": 30, "loop_limit": 1}
+
+
+def hooks_scripts() -> dict[str, str]:
+    from mnemon_core.hosts.settings import SCRIPTS
+
+    return SCRIPTS
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_install_twice_changes_nothing(host, target: str) -> None:
+    assert mnemon(host, "setup", "--target", target).code == 0
+    first = tree(host.project)
+    r = mnemon(host, "setup", "--target", target)
+    assert r.code == 0 and 'Store     "default"\n' in r.out and "guide.md kept" in r.out
+    assert tree(host.project) == first  # one set of entries, the same bytes
+
+
+@pytest.mark.parametrize("target", HOOKED)
+def test_foreign_settings_stay_byte_for_byte_and_eject_restores_them(host, target: str) -> None:
+    cfg = host.project / DIRS[target]
+    cfg.mkdir()
+    path = cfg / SETTINGS[target]
+    path.write_text(FOREIGN[target])
+    assert mnemon(host, "setup", "--target", target).code == 0
+    text = path.read_text()
+    assert inserted_only(FOREIGN[target], text)  # their bytes all there, in order: setup only inserted
+    registered = commands(path, target)
+    ours = [c for cs in registered.values() for c in cs if "hooks/mnemon/" in c]
+    assert len(ours) == len(EVENTS[target])
+    assert mnemon(host, "setup", "--target", target).code == 0 and path.read_text() == text
+    r = mnemon(host, "setup", "--eject", "--target", target)
+    assert r.code == 0, r.err
+    assert path.read_text() == FOREIGN[target]
+    assert f"{len(EVENTS[target])} hook(s) removed" in r.out
+    assert sorted(p.name for p in cfg.iterdir()) == [SETTINGS[target]]  # nothing else of ours is left
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_eject_removes_only_what_mnemon_wrote(host, target: str) -> None:
+    cfg = host.project / DIRS[target]
+    (cfg / "skills" / "theirs").mkdir(parents=True)
+    (cfg / "skills" / "theirs" / "SKILL.md").write_text("their skill\n")
+    assert mnemon(host, "setup", "--target", target).code == 0
+    (cfg / "skills" / "mnemon" / "notes.md").write_text("my notes next to the skill\n")
+    theirs = {k: v for k, v in tree(cfg).items()
+              if k.endswith("notes.md") or "mnemon/" not in k and k != SETTINGS.get(target)}
+    r = mnemon(host, "setup", "--eject", "--target", target)
+    assert r.code == 0, r.err
+    assert tree(cfg) == theirs  # their files, byte for byte; ours gone
+    assert (cfg / "skills" / "mnemon").is_dir()  # it still holds their file
+    assert not (cfg / "hooks").exists()  # created by setup, empty again
+    assert not (cfg / SETTINGS.get(target, "-")).exists()  # a settings file setup created and emptied
+    assert (host.data / "prompt" / "guide.md").is_file()  # shared by every host: stays
+    again = mnemon(host, "setup", "--eject", "--target", target)
+    assert again.code == 0 and "nothing of mnemon's there" in again.out and tree(cfg) == theirs
+
+
+def test_eject_keeps_a_settings_file_it_did_not_create_even_when_empty(host) -> None:
+    cfg = host.project / ".claude"
+    cfg.mkdir()
+    (cfg / "settings.json").write_text("{}")
+    assert mnemon(host, "setup", "--target", "claude-code").code == 0
+    assert mnemon(host, "setup", "--eject", "--target", "claude-code").code == 0
+    assert (cfg / "settings.json").read_text() == "{}"
+    assert sorted(p.name for p in cfg.iterdir()) == ["settings.json"]
+
+
+def test_a_file_of_someone_else_at_our_path_stops_setup_before_anything_is_written(host) -> None:
+    skill = host.project / ".claude" / "skills" / "mnemon" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("my own mnemon notes\n")
+    before = tree(host.project)
+    r = mnemon(host, "setup", "--target", "codex", "claude-code")
+    assert (r.code, r.out) == (1, "")
+    assert r.err == f"Error: {skill} exists and was not written by mnemon setup; move it away and run setup again\n"
+    assert tree(host.project) == before and not (host.data / "prompt").exists()  # codex was not set up either
+    r = mnemon(host, "setup", "--eject", "--target", "claude-code")
+    assert r.code == 0 and f"kept      {skill} (not written by mnemon setup)" in r.out
+    assert skill.read_text() == "my own mnemon notes\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('{"hooks": {"Stop": [}', "expected ',' or ']'"),  # the first element is missing: "unexpected '}'"
+        ('{"hooks": []}', '"hooks" must be an object'),
+    ],
+)
+def test_settings_that_cannot_be_read_are_left_alone(host, text: str, error: str) -> None:
+    path = host.project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    before = tree(host.project)
+    r = mnemon(host, "setup", "--target", "claude-code")
+    assert r.code == 1 and r.out == ""
+    assert r.err.startswith(f"Error: {path}: ") and r.err.count("\n") == 1
+    assert tree(host.project) == before
+    assert mnemon(host, "setup", "--eject", "--target", "claude-code").code == 1 and tree(host.project) == before
+
+
+def test_bad_setup_flags(host) -> None:
+    r = mnemon(host, "setup", "--target", "vim")
+    assert (r.code, r.out, r.err) == (1, "", 'Error: invalid target "vim" (must be claude-code, codex, cursor or nanobot)\n')
+    r = mnemon(host, "setup", "--readonly", "--target", "codex")
+    assert (r.code, r.err) == (1, "Error: setup is unavailable with --readonly: database writes are disabled\n")
+    assert tree(host.project) == {} and not host.data.exists()
+
+
+# ---------------------------------------------------------------- detection and scope
+
+
+def test_detection_without_target(host) -> None:
+    r = mnemon(host, "setup")
+    assert r.code == 0
+    assert r.out == "No supported host found (Claude Code, Codex, Cursor, Nanobot); name one with --target.\n"
+    assert tree(host.project) == {}
+    (host.home / ".codex").mkdir()  # a user config dir: Codex is there
+    (host.bin / "claude").write_text("#!/bin/sh\n")
+    (host.bin / "claude").chmod(0o755)  # a binary on PATH: so is Claude Code
+    r = mnemon(host, "setup")  # no terminal: every detected host, no questions
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in host.project.iterdir()) == [".claude", ".codex"]
+    r = mnemon(host, "setup", "--eject")  # eject without --target: where mnemon is installed
+    assert r.code == 0 and sorted(p.name for p in host.project.iterdir()) == []
+
+
+def test_global_install_uses_the_user_config_with_absolute_commands(host, monkeypatch) -> None:
+    custom = host.home / "claude-config"
+    r = mnemon(host, "setup", "--global", "--target", "claude-code", "cursor",
+               env={"CLAUDE_CONFIG_DIR": str(custom)})
+    assert r.code == 0, r.err
+    assert tree(host.project) == {}
+    registered = commands(custom / "settings.json", "claude-code")
+    assert registered["SessionStart"] == [str(custom / "hooks/mnemon/prime.sh")]
+    assert commands(host.home / ".cursor/hooks.json", "cursor")["sessionStart"] == [
+        str(host.home / ".cursor/hooks/mnemon/prime.sh")]
+    assert r.out.rstrip().endswith("--target claude-code cursor --global")
+
+
+def test_project_dir_that_is_the_user_config_gets_absolute_commands(host, monkeypatch) -> None:
+    """Setup run from $HOME: ./.claude is ~/.claude, read in every session, so paths must be absolute."""
+    r = run_cli("setup", "--target", "claude-code", cwd=host.home, input="")
+    assert r.code == 0, r.err
+    registered = commands(host.home / ".claude/settings.json", "claude-code")
+    assert registered["Stop"] == [str(host.home / ".claude/hooks/mnemon/stop.sh")]
+
+
+def test_interactive_choice_of_hosts_and_hooks(host) -> None:
+    (host.home / ".claude").mkdir()
+    (host.home / ".cursor").mkdir()
+    asked: list[str] = []
+
+    def ask(question: str, default: bool) -> bool:
+        asked.append(question)
+        return {"Cursor": False, "nudge": False, "compact": True}.get(
+            next((k for k in ("Cursor", "nudge", "compact") if k in question), ""), default)
+
+    lines = setup.run(None, is_global=False, eject=False, data_dir=host.data, options=[], ask=ask)
+    assert asked == [f"Set up Claude Code ({host.project / '.claude'})?", f"Set up Cursor ({host.project / '.cursor'})?",
+                     f"Hook remind: {setup.PHASE_HELP['remind']}?", f"Hook nudge: {setup.PHASE_HELP['nudge']}?",
+                     f"Hook compact: {setup.PHASE_HELP['compact']}?"]
+    assert not (host.project / ".cursor").exists()
+    cfg = host.project / ".claude"
+    assert set(commands(cfg / "settings.json", "claude-code")) == {"SessionStart", "UserPromptSubmit", "PreCompact"}
+    assert sorted(p.name for p in (cfg / "hooks/mnemon").iterdir()) == ["compact.sh", "prime.sh", "user_prompt.sh"]
+    assert f"  hooks     {cfg}/hooks/mnemon/ (prime, remind, compact)" in lines
+    # Run again without a terminal: the default hooks, so compact's script and entry go, nudge's come.
+    setup.run(["claude-code"], is_global=False, eject=False, data_dir=host.data, options=[], ask=None)
+    assert set(commands(cfg / "settings.json", "claude-code")) == set(EVENTS["claude-code"])
+    assert sorted(p.name for p in (cfg / "hooks/mnemon").iterdir()) == ["prime.sh", "stop.sh", "user_prompt.sh"]
+
+
+def test_an_edited_guide_is_kept_and_primed(host) -> None:
+    guide = host.data / "prompt" / "guide.md"
+    guide.parent.mkdir(parents=True)
+    guide.write_text("Recall before every answer.\n")
+    r = mnemon(host, "setup", "--target", "claude-code")
+    assert "guide.md kept, skill.md written" in r.out
+    assert guide.read_text() == "Recall before every answer.\n"
+    p = run_as_host(host, commands(host.project / ".claude/settings.json", "claude-code")["SessionStart"][0], {})
+    assert p.stdout == "[mnemon] Memory active (0 insights, 0 edges).\nRecall before every answer.\n"
+
+
+# ---------------------------------------------------------------- the hooks, run as each host runs them
+
+
+def remember_two(h, store_args: tuple[str, ...] = ()) -> dict:
+    for c in ("Alice chose Qdrant for the vector store", "Alice prefers short answers"):
+        assert mnemon(h, *store_args, "remember", c, "--entities", "Alice").code == 0
+    return mnemon(h, *store_args, "status").json()
+
+
+def test_claude_code_hooks(host) -> None:
+    assert mnemon(host, "setup", "--target", "claude-code").code == 0
+    status = remember_two(host)
+    cmd = {e: c[0] for e, c in commands(host.project / ".claude/settings.json", "claude-code").items()}
+    p = run_as_host(host, cmd["SessionStart"], {"hook_event_name": "SessionStart", "source": "startup"})
+    assert (p.returncode, p.stderr) == (0, "")
+    line = f"[mnemon] Memory active ({status['total_insights']} insights, {status['edge_count']} edges).\n"
+    assert status["total_insights"] == 2 and p.stdout == line + GUIDE
+    p = run_as_host(host, cmd["UserPromptSubmit"], {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    assert (p.returncode, p.stdout, p.stderr) == (0, hooks.REMIND + "\n", "")
+    stop = {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Refactored the parser."}
+    p = run_as_host(host, cmd["Stop"], stop)
+    assert p.returncode == 0 and json.loads(p.stdout) == {"decision": "block", "reason": hooks.NUDGE}
+    for quiet in ({**stop, "stop_hook_active": True},  # the stop after our own block
+                  {**stop, "last_assistant_message": "Stored it: ran mnemon remember in a sub-agent."},
+                  {**stop, "last_assistant_message": "No memory is needed for this one."}):
+        p = run_as_host(host, cmd["Stop"], quiet)
+        assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+
+
+def test_codex_hooks(host) -> None:
+    assert mnemon(host, "setup", "--target", "codex").code == 0
+    status = remember_two(host)
+    cmd = {e: c[0] for e, c in commands(host.project / ".codex/hooks.json", "codex").items()}
+    p = run_as_host(host, cmd["SessionStart"], {"hook_event_name": "SessionStart", "source": "startup"})
+    line = f"[mnemon] Memory active (2 insights, {status['edge_count']} edges).\n"
+    assert p.returncode == 0 and json.loads(p.stdout) == {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": line + GUIDE}}
+    assert p.stdout.count("\n") == 1  # one JSON object on one line, nothing else
+    p = run_as_host(host, cmd["UserPromptSubmit"], {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    assert json.loads(p.stdout) == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                                           "additionalContext": hooks.REMIND}}
+    p = run_as_host(host, cmd["Stop"], {"hook_event_name": "Stop", "stop_hook_active": False,
+                                        "last_assistant_message": "Done."})
+    assert json.loads(p.stdout) == {"continue": True, "systemMessage": hooks.NUDGE}
+    p = run_as_host(host, cmd["Stop"], {"hook_event_name": "Stop", "stop_hook_active": True})
+    assert (p.returncode, p.stdout) == (0, "")
+
+
+def test_cursor_hooks(host) -> None:
+    assert mnemon(host, "setup", "--target", "cursor").code == 0
+    cmd = {e: c[0] for e, c in commands(host.project / ".cursor/hooks.json", "cursor").items()}
+    p = run_as_host(host, cmd["sessionStart"], {"hook_event_name": "sessionStart", "session_id": "s1"})
+    assert p.returncode == 0 and json.loads(p.stdout) == {
+        "additional_context": "[mnemon] Memory active (0 insights, 0 edges).\n" + GUIDE}
+    p = run_as_host(host, cmd["stop"], {"hook_event_name": "stop", "status": "completed", "loop_count": 0})
+    assert json.loads(p.stdout) == {"followup_message": hooks.NUDGE}
+    p = run_as_host(host, cmd["stop"], {"hook_event_name": "stop", "status": "completed", "loop_count": 1})
+    assert (p.returncode, p.stdout) == (0, "")
+    p = run_as_host(host, f"{sys.executable} -m mnemon_core hook compact --host cursor", {})
+    assert json.loads(p.stdout) == {"user_message": hooks.COMPACT}
+
+
+def test_hooks_honour_the_store_of_setup_and_of_the_environment(host) -> None:
+    assert mnemon(host, "store", "create", "work").code == 0
+    remember_two(host, ("--store", "work"))
+    assert mnemon(host, "setup", "--store", "work", "--target", "claude-code").code == 0
+    prime = commands(host.project / ".claude/settings.json", "claude-code")["SessionStart"][0]
+    assert "--store work" in (host.project / ".claude/hooks/mnemon/prime.sh").read_text()
+    assert run_as_host(host, prime, {}).stdout.startswith("[mnemon] Memory active (2 insights,")
+    # Without --store at setup the hook follows $MNEMON_STORE of the host's environment.
+    assert mnemon(host, "setup", "--target", "claude-code").code == 0
+    assert run_as_host(host, prime, {}).stdout.startswith("[mnemon] Memory active (0 insights, 0 edges).")
+    p = run_as_host(host, prime, {}, env={"MNEMON_STORE": "work"})
+    assert p.stdout.startswith("[mnemon] Memory active (2 insights,")
+    p = run_as_host(host, prime, {}, env={"MNEMON_STORE": "nope"})
+    assert (p.returncode, p.stdout) == (1, "")
+    assert p.stderr == "Error: store \"nope\" does not exist (use 'mnemon store create nope' first)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "error"),
+    [
+        (["hook", "nudge"], "not json", "Error: hook input is not JSON: Expecting value at line 1 column 1"),
+        (["hook", "remind"], "[1]", "Error: hook input must be a JSON object, got list"),
+        (["hook", "remind", "--host", "cursor"], "{}", "Error: cursor has no remind hook; its hooks: prime, nudge, compact"),
+        (["hook", "compact", "--host", "codex"], "{}", "Error: codex has no compact hook; its hooks: prime, remind, nudge"),
+    ],
+)
+def test_hook_errors(host, args: list[str], stdin: str, error: str) -> None:
+    r = mnemon(host, *args, input=stdin)
+    assert (r.code, r.out, r.err) == (1, "", error + "\n")
+
+
+def test_hooks_that_need_no_store_do_not_load_the_engine() -> None:
+    code = ("import io, sys; from mnemon_core import cli; sys.stdin = io.StringIO('{}'); cli.main(['hook', 'nudge']);"
+            "cli.main(['hook', 'remind']); print(sorted(m for m in ('pydantic', 'numpy', 'mnemon_core.memory') "
+            "if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[-1] == "[]"
