@@ -30,8 +30,9 @@ if TYPE_CHECKING:  # until a call needs them
 
 # Commands an agent runs every turn; the engine serves them from warm memory.
 ENGINE_COMMANDS = frozenset(
-    {"remember", "recall", "search", "show", "related", "link", "forget", "gc", "status", "log", "embed"}
+    {"remember", "recall", "search", "show", "related", "link", "forget", "gc", "status", "log", "embed", "hook"}
 )
+STDIN_COMMANDS = frozenset({"hook"})  # their standard input (a host's JSON) goes to the engine with the call
 # Global flags that take a value (so the value is not taken for the command).
 VALUE_FLAGS = frozenset({"--data-dir", "--store", "--embed-model", "--database-url"})
 NO_DAEMON_FLAG = "--no-daemon"
@@ -240,6 +241,8 @@ def serve_remotely(args: list[str]) -> int | None:
         "env": {**{k: v for k, v in env.items() if k.startswith("MNEMON_") or k == "HOME"},
                 "MNEMON_DATA_DIR": str(data_dir)},
     }
+    if command_of(args) in STDIN_COMMANDS:  # None: a terminal, which the command reads as no input
+        request["stdin"] = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     for _attempt in range(2):
         sock = connect(data_dir)
         if sock is None:

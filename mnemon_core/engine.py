@@ -67,6 +67,24 @@ class _ThreadStream(io.TextIOBase):
         return False
 
 
+class _ThreadInput(io.TextIOBase):
+    """sys.stdin of the engine: a request thread reads the input its client sent (None: a terminal)."""
+
+    def _source(self) -> io.StringIO | None:
+        return _stdin.get()
+
+    def read(self, size: int | None = -1) -> str:
+        src = self._source()
+        return "" if src is None else src.read(size)
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        src = self._source()
+        return "" if src is None else src.readline(size)
+
+    def isatty(self) -> bool:
+        return self._source() is None
+
+
 class Engine:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
@@ -94,10 +112,11 @@ class Engine:
             return
         from . import cli, config
 
-        saved = (cli.memory_cache, sys.stdout, sys.stderr, config.environment)
+        saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
         cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
         sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
         sys.stderr = _ThreadStream(sys.stderr, 1)  # type: ignore[assignment]
+        sys.stdin = _ThreadInput()  # type: ignore[assignment]
         config.environment = _request_env.get  # type: ignore[assignment]
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
@@ -122,7 +141,7 @@ class Engine:
                 threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
         finally:
             self._close(server)
-            cli.memory_cache, sys.stdout, sys.stderr, config.environment = saved  # an engine run in a thread
+            cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment = saved  # an engine run in a thread
 
     def _listen(self) -> socket.socket | None:
         """Bind the socket, unless another engine already answers on it (then this one exits)."""
@@ -198,14 +217,15 @@ class Engine:
         if request.get("stamp") != self.stamp:
             self.stop()
             return {"restart": "the installed code changed"}
-        return self._run(request["argv"], request.get("env", {}))
+        return self._run(request["argv"], request.get("env", {}), request.get("stdin"))
 
-    def _run(self, argv: list[str], env: dict[str, str]) -> dict[str, Any]:
+    def _run(self, argv: list[str], env: dict[str, str], stdin: str | None = None) -> dict[str, Any]:
         from . import cli
 
         out, err = io.StringIO(), io.StringIO()
         held: list[threading.RLock] = []
-        tokens = (_capture.set((out, err)), _request_env.set(env), _held.set(held))
+        tokens = (_capture.set((out, err)), _request_env.set(env), _held.set(held),
+                  _stdin.set(None if stdin is None else io.StringIO(stdin)))
         try:
             code = cli.main(argv)
         except SystemExit as e:  # argparse's usage errors and --help
@@ -218,6 +238,7 @@ class Engine:
             _capture.reset(tokens[0])
             _request_env.reset(tokens[1])
             _held.reset(tokens[2])
+            _stdin.reset(tokens[3])
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
 
     def _warm(self) -> None:
@@ -280,6 +301,7 @@ class Engine:
 
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})
 _held: ContextVar[list[threading.RLock]] = ContextVar("mnemon_engine_held")
+_stdin: ContextVar[io.StringIO | None] = ContextVar("mnemon_engine_stdin", default=None)
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -62,6 +62,17 @@ def test_the_engine_serves_what_the_process_prints(engine_on: Path, monkeypatch:
     assert state(engine_on)["pid"] == pid  # one engine served them all
 
 
+def test_hooks_are_served_with_their_input(engine_on: Path) -> None:
+    run_cli("remember", "a memory for the prime line")
+    served_by_engine(engine_on)
+    for phase, payload in (("prime", "{}"), ("nudge", '{"stop_hook_active": false}'), ("remind", "")):
+        served = run_cli("hook", phase, input=payload)
+        alone = run_cli("hook", phase, input=payload, env={"MNEMON_DAEMON": "off"})
+        assert (served.code, served.out, served.err) == (alone.code, alone.out, alone.err), phase
+    bad = run_cli("hook", "nudge", input="[1]")
+    assert (bad.code, bad.err) == (1, "Error: hook input must be a JSON object, got list\n")
+
+
 def test_daemon_start_status_stop(engine_on: Path) -> None:
     assert run_cli("daemon", "status").json() == {"running": False}
     started = run_cli("daemon", "start").json()
