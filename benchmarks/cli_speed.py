@@ -5,7 +5,8 @@ For each size (1k, 10k insights by default) one import draft (synth.py's generat
 sources; importance 4 so the Go binary's fixed 1,000-insight auto-prune never fires) is imported by each
 implementation into its own data dir: mnemon with the `none` embedder and with the `local` one (its vectors
 computed at import), Go with no embedding server. Then, per call kind, each implementation is run `--repeat`
-times (default 9), in turns, and the medians of wall time and of the child's CPU time are reported:
+times (default 9), in turns, and the medians of wall time and of CPU time are reported (the child's, plus for a
+call served by the engine what the engine spent on it):
 
 - `recall` warm: mnemon with its resident engine running (started and warmed first), `MNEMON_DAEMON` unset;
 - `recall` cold: mnemon in-process (`MNEMON_DAEMON=off`, today's path), for comparison;
@@ -82,6 +83,13 @@ class Impl:
     def run(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
         return timed([*self.cmd, *args], env or self.env)
 
+    def run_warm(self, *args: str) -> tuple[float, float]:
+        """A call served by the running engine: its CPU is the client's plus what the engine spent on it."""
+        before = engine_cpu_ms(self.data_dir)
+        wall, cpu = self.run(*args)
+        after = engine_cpu_ms(self.data_dir)
+        return wall, cpu + (after - before if before is not None and after is not None else 0.0)
+
 
 def build(tmp: Path, n: int) -> list[Impl]:
     d = draft(n)
@@ -105,15 +113,32 @@ def build(tmp: Path, n: int) -> list[Impl]:
     return impls
 
 
-def engine_rss_kb(data_dir: Path) -> int | None:
+def engine_pid(data_dir: Path) -> int | None:
     try:
-        pid = json.loads((data_dir / "engine.json").read_text())["pid"]
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+        return int(json.loads((data_dir / "engine.json").read_text())["pid"])
     except (OSError, ValueError, KeyError):
         return None
+
+
+def engine_rss_kb(data_dir: Path) -> int | None:
+    try:
+        for line in Path(f"/proc/{engine_pid(data_dir)}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
     return None
+
+
+def engine_cpu_ms(data_dir: Path) -> float | None:
+    """The engine's user + system CPU so far (0 for Go, which has none)."""
+    if not (data_dir / "engine.json").exists():
+        return 0.0
+    try:  # fields after the command name, which may hold spaces: utime, stime are the 12th and 13th
+        fields = Path(f"/proc/{engine_pid(data_dir)}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def stop(impl: Impl) -> None:
@@ -136,11 +161,11 @@ def measure(impls: list[Impl], n: int, repeat: int) -> dict:
     for r in range(repeat):
         q = qs[r % len(qs)]
         for impl in impls if r % 2 == 0 else impls[::-1]:
-            record("recall warm", impl.name, impl.run("recall", q))
+            record("recall warm", impl.name, impl.run_warm("recall", q))
             if impl.name.startswith("mnemon"):
                 record("recall in-process (cold)", impl.name, impl.run("recall", q, env={**impl.env, "MNEMON_DAEMON": "off"}))
             text = f"benchmark note {r} about {q} from {impl.name}"
-            record("remember warm", impl.name, impl.run("remember", text, "--imp", str(GO_IMPORTANCE)))
+            record("remember warm", impl.name, impl.run_warm("remember", text, "--imp", str(GO_IMPORTANCE)))
     rss = {impl.name: engine_rss_kb(impl.data_dir) for impl in mn}
     for r in range(max(3, repeat // 2)):  # a fresh engine's first call: stopped before each
         for impl in mn:

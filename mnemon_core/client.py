@@ -9,8 +9,8 @@ module, which imports only the standard library, is all a call costs besides the
   `extract`, `mcp serve`, …) runs in-process, as does every command with `MNEMON_DAEMON=off` or `--no-daemon`.
 - The engine runs the very same `cli.main` on the same arguments and environment and sends back what it
   printed and the exit status, so the output is byte for byte the in-process output.
-- The first call that needs the engine runs in-process (so it costs what a cold call always did) and starts
-  the engine beside it (detached, its own session, log in the data dir), which warms up for the next calls.
+- The first call that needs the engine runs in-process (so it costs what a cold call always did) and then
+  starts the engine (detached, its own session, log in the data dir), which warms up for the next calls.
   If the engine does not answer or dies mid-call, the call runs in-process after one warning line. An engine
   of another version of the code is stopped and replaced.
 """
@@ -54,13 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"mnemon {__version__}")
         return 0
-    if wants_engine(args, os.environ):
-        served = serve_remotely(args)
-        if served is not None:
-            return served
+    from_engine, start = serve_remotely(args) if wants_engine(args, os.environ) else (None, False)
+    if from_engine is not None:
+        return from_engine
     from .cli import main as in_process
 
-    return in_process(args)
+    try:
+        return in_process(args)
+    finally:
+        # After the call, so the engine's start-up does not compete with it for the CPU; and only for a data
+        # directory the call found or made and may write (a failed call writes nothing, not even a log).
+        data_dir = data_dir_of(args, os.environ)
+        if start and data_dir.is_dir() and os.access(data_dir, os.W_OK):
+            try:
+                start_engine(data_dir)
+            except OSError as e:  # the call's own answer stands; the next call tries again
+                warn(f"the engine could not start: {e.strerror or e}")
 
 
 def command_of(args: Sequence[str]) -> str | None:
@@ -191,7 +200,6 @@ def start_engine(data_dir: Path) -> None:
     """Start the engine for `data_dir`, detached: its own session, stdin closed, output to the log."""
     import subprocess
 
-    data_dir.mkdir(parents=True, exist_ok=True)
     with open(data_dir / LOG_NAME, "ab") as log:
         subprocess.Popen(
             [sys.executable, "-m", "mnemon_core.engine", str(data_dir)], stdin=subprocess.DEVNULL, stdout=log,
@@ -204,6 +212,7 @@ def engine_socket(data_dir: Path, *, start: bool) -> socket.socket | None:
     sock = connect(data_dir)
     if sock is not None or not start:
         return sock
+    data_dir.mkdir(parents=True, exist_ok=True)
     start_engine(data_dir)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -230,9 +239,10 @@ def ask(data_dir: Path, message: dict[str, Any], *, start: bool = False) -> dict
     return None if sock is None else exchange(sock, message)
 
 
-def serve_remotely(args: list[str]) -> int | None:
-    """Run `args` in the engine and print what it printed; None: run in-process instead. Without an engine
-    the call runs in-process, costing what a cold call always did, while an engine starts for the next ones."""
+def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
+    """Run `args` in the engine and print what it printed: (its exit status, False); (None, start): run
+    in-process instead, and with `start` start an engine after it. Without an engine the call runs in-process,
+    costing what a cold call always did, and an engine starts for the next ones."""
     env = os.environ
     data_dir = data_dir_of(args, env)
     request = {
@@ -246,22 +256,21 @@ def serve_remotely(args: list[str]) -> int | None:
     for _attempt in range(2):
         sock = connect(data_dir)
         if sock is None:
-            start_engine(data_dir)
-            return None
+            return None, True
         reply = exchange(sock, request)
         if reply is None:
             warn("the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)")
-            return None
+            return None, False
         if "restart" not in reply:
             break
         wait_gone(data_dir)  # an engine of other code, stopping: the next round starts one of this code
     else:
         warn("the engine could not be replaced; running in-process")
-        return None
+        return None, False
     sys.stdout.write(reply["out"])
     sys.stdout.flush()
     sys.stderr.write(reply["err"])
-    return int(reply["code"])
+    return int(reply["code"]), False
 
 
 def wait_gone(data_dir: Path, timeout: float = 10.0) -> None:

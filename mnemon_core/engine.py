@@ -11,7 +11,8 @@ in-process, and the memo follows writes of other processes through the store's c
 
 It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300), on `mnemon daemon stop`, on
 SIGTERM, or when a client of other code asks (it says "restart" and stops, and the client starts a new one).
-Its state file `engine.json` (pid, start time, code) and log `engine.log` sit beside the socket.
+Its state file `engine.json` (pid, start time, code), its log `engine.log` and its lock `engine.lock` (held by the
+engine that binds the socket, so two started at once never both serve) sit in the data directory.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, TextIO
 from . import client
 
 IDLE_DEFAULT_S = 300.0
+LOCK_NAME = "engine.lock"  # held by the engine that binds the socket
 MAX_MEMORIES = 8  # warm Memory objects kept (distinct stores / configurations)
 PER_CALL = frozenset({"session"})  # Settings fields a command passes with each call instead
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock and the stop flag
@@ -103,6 +105,7 @@ class Engine:
         self.memories: OrderedDict[tuple[Any, ...], tuple[Any, threading.RLock]] = OrderedDict()
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
+        self.lock_file: TextIO | None = None
 
     # ------------------------------------------------------------------ life
 
@@ -144,8 +147,17 @@ class Engine:
             cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment = saved  # an engine run in a thread
 
     def _listen(self) -> socket.socket | None:
-        """Bind the socket, unless another engine already answers on it (then this one exits)."""
+        """Bind the socket, unless another engine holds it or is starting (then this one exits). The lock
+        file is held from before the bind until `stop`, so two engines started at once never both bind."""
+        import fcntl
+
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock_file = open(self.data_dir / LOCK_NAME, "a")  # noqa: SIM115 - held for the engine's life
+        try:
+            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.lock_file.close()
+            return None
         if client.connect(self.data_dir) is not None:
             return None
         with contextlib.suppress(FileNotFoundError):
@@ -173,6 +185,8 @@ class Engine:
             for path in (self.socket_path, self.state_path):
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
+            if self.lock_file is not None:
+                self.lock_file.close()  # releases the lock: the next engine may bind while this one finishes
 
     def _close(self, server: socket.socket) -> None:
         self.stop()

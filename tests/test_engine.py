@@ -9,6 +9,8 @@ import os
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +40,7 @@ def state(data_dir: Path) -> dict:
 
 
 def served_by_engine(data_dir: Path) -> None:
-    """Wait until the engine answers (it starts beside the first call)."""
+    """Wait until the engine answers (it starts after the first call)."""
     state(data_dir)
     deadline = time.monotonic() + 30
     while client.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
@@ -142,10 +144,40 @@ def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path
     first = run_cli("recall", "warm")
     assert first.code == 0 and first.err == "" and first.json()["results"][0]["content"] == "warm me"
     served_by_engine(engine_on)
-    status = run_cli("daemon", "status").json()
+    deadline = time.monotonic() + 30  # the engine starts after the first call and warms up on its own
+    while not (status := run_cli("daemon", "status").json())["stores_open"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert status["stores_open"] == ["default"]  # opened by the warm-up, before any call reached it
     second = run_cli("recall", "warm")
     assert (second.out, second.err) == (first.out, first.err)
+
+
+def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
+    run_cli("remember", "one engine", env={"MNEMON_DAEMON": "off"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    engines = [subprocess.Popen([sys.executable, "-m", "mnemon_core.engine", str(engine_on)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(3)]
+    try:
+        served_by_engine(engine_on)
+        deadline = time.monotonic() + 30
+        while sum(p.poll() is None for p in engines) > 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = [p for p in engines if p.poll() is None]
+        assert len(alive) == 1 and all(p.returncode == 0 for p in engines if p not in alive)
+        assert run_cli("daemon", "status").json()["pid"] == alive[0].pid
+        assert run_cli("recall", "engine").json()["results"][0]["content"] == "one engine"
+    finally:
+        run_cli("daemon", "stop")
+        for p in engines:
+            p.wait(timeout=30)
+
+
+def test_a_first_call_that_writes_nothing_leaves_no_engine_behind(engine_on: Path) -> None:
+    bad = run_cli("--store", "nosuch", "recall", "x")
+    assert bad.code == 1 and "store create" in bad.err
+    time.sleep(0.5)
+    assert not (engine_on / client.LOG_NAME).exists() and client.connect(engine_on) is None
 
 
 def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -> None:
