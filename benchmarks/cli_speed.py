@@ -141,6 +141,16 @@ def engine_cpu_ms(data_dir: Path) -> float | None:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def warmed(impl: Impl, timeout: float = 120.0) -> None:
+    """Wait until the engine a first call started has finished its warm-up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        p = subprocess.run([*impl.cmd, "daemon", "status"], env=impl.env, capture_output=True, text=True)
+        if p.returncode == 0 and json.loads(p.stdout).get("warm"):
+            return
+        time.sleep(0.1)
+
+
 def stop(impl: Impl) -> None:
     if impl.name.startswith("mnemon"):
         subprocess.run([*impl.cmd, "daemon", "stop"], env=impl.env, capture_output=True)
@@ -171,6 +181,7 @@ def measure(impls: list[Impl], n: int, repeat: int) -> dict:
         for impl in mn:
             stop(impl)
             record("first call of a fresh engine", impl.name, impl.run("recall", qs[r % len(qs)]))
+            warmed(impl)  # the engine it started warms up now: let it finish before the next timed call
     for impl in mn:
         stop(impl)
     return {"results": results, "rss_kb": rss}

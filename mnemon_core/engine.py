@@ -106,6 +106,7 @@ class Engine:
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
         self.lock_file: TextIO | None = None
+        self.warm = threading.Event()  # the warm-up is over (the store, model and vectors are loaded)
 
     # ------------------------------------------------------------------ life
 
@@ -279,6 +280,7 @@ class Engine:
                 lock.release()
             _request_env.reset(tokens[0])
             _held.reset(tokens[1])
+            self.warm.set()
 
     def _memory(self, settings: Any) -> Any:
         """The warm `Memory` of these settings: one per configuration that shapes what it does (store,
@@ -308,7 +310,8 @@ class Engine:
             stores = sorted({m.settings.store for m, _lock in self.memories.values()})
         return {
             "running": True, "pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1),
-            "stores_open": stores, "version": __version__, "code": self.stamp, "idle_timeout_s": self.idle_s,
+            "stores_open": stores, "warm": self.warm.is_set(), "version": __version__, "code": self.stamp,
+            "idle_timeout_s": self.idle_s,
             "socket": str(self.socket_path),
         }
 

@@ -145,7 +145,7 @@ def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path
     assert first.code == 0 and first.err == "" and first.json()["results"][0]["content"] == "warm me"
     served_by_engine(engine_on)
     deadline = time.monotonic() + 30  # the engine starts after the first call and warms up on its own
-    while not (status := run_cli("daemon", "status").json())["stores_open"] and time.monotonic() < deadline:
+    while not (status := run_cli("daemon", "status").json())["warm"] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert status["stores_open"] == ["default"]  # opened by the warm-up, before any call reached it
     second = run_cli("recall", "warm")
