@@ -534,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")
     s.add_argument("--eject", action="store_true", help="remove mnemon's entries and files, nothing else")
 
-    from .hosts.hooks import HOSTS, PHASES  # standard library only
+    from .hosts import HOSTS, PHASES  # constants only
 
     s = cmd("hook", "What the hooks installed by setup run (reads the host's JSON on stdin)")
     s.add_argument("phase", choices=PHASES)

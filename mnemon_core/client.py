@@ -21,10 +21,11 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
-TYPE_CHECKING = False  # the client is the whole start-up cost of a served call: no typing, socket or json
-if TYPE_CHECKING:  # until a call needs them
+# The client is the whole start-up cost of a served call: no typing, socket or json until a call needs them,
+# and paths are strings (pathlib costs a start ~10 ms).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     import socket
     from typing import Any
 
@@ -65,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # After the call, so the engine's start-up does not compete with it for the CPU; and only for a data
         # directory the call found or made and may write (a failed call writes nothing, not even a log).
         data_dir = data_dir_of(args, os.environ)
-        if start and data_dir.is_dir() and os.access(data_dir, os.W_OK):
+        if start and os.path.isdir(data_dir) and os.access(data_dir, os.W_OK):
             try:
                 start_engine(data_dir)
             except OSError as e:  # the call's own answer stands; the next call tries again
@@ -93,7 +94,7 @@ def wants_engine(args: Sequence[str], env: dict[str, str] | os._Environ[str]) ->
     return command_of(args) in ENGINE_COMMANDS
 
 
-def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> Path:
+def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> str:
     """The data directory as `config.Settings.resolve` finds it: --data-dir > MNEMON_DATA_DIR > ~/.mnemon."""
     value = None
     for i, a in enumerate(args):
@@ -102,8 +103,9 @@ def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> 
         elif a.startswith("--data-dir="):
             value = a.split("=", 1)[1]
     if not value:
-        value = env.get("MNEMON_DATA_DIR") or str(Path(env.get("HOME") or os.path.expanduser("~") or "/tmp") / ".mnemon")
-    return Path(os.path.abspath(os.path.expanduser(value)))
+        value = env.get("MNEMON_DATA_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~") or "/tmp",
+                                                            ".mnemon")
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def absolute_data_dir(args: Sequence[str]) -> list[str]:
@@ -121,7 +123,7 @@ def absolute_data_dir(args: Sequence[str]) -> list[str]:
 def code_stamp() -> str:
     """Which code this is: the package version and the newest source file, so that an engine started before
     an upgrade (or an edit of an editable install) is replaced rather than asked."""
-    here = Path(__file__).resolve().parent
+    here = os.path.dirname(os.path.realpath(__file__))
     newest = 0
     count = 0
     for root, dirs, files in os.walk(here):
@@ -167,21 +169,21 @@ def _exactly(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def socket_path(data_dir: Path) -> Path:
+def socket_path(data_dir: str | os.PathLike[str]) -> str:
     """`DATA_DIR/engine.sock`; where that path is too long for a Unix socket (deep directories), a socket named
     by a hash of the data directory in a directory of this user's only, under the temp dir."""
-    path = data_dir / SOCKET_NAME
+    path = os.path.join(data_dir, SOCKET_NAME)
     if len(os.fsencode(path)) <= MAX_SUN_PATH:
         return path
     import hashlib
     import tempfile
 
-    short = Path(tempfile.gettempdir()) / f"mnemon-{os.getuid()}"
-    short.mkdir(mode=0o700, exist_ok=True)
-    return short / (hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:24] + ".sock")
+    short = os.path.join(tempfile.gettempdir(), f"mnemon-{os.getuid()}")
+    os.makedirs(short, mode=0o700, exist_ok=True)
+    return os.path.join(short, hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:24] + ".sock")
 
 
-def connect(data_dir: Path) -> socket.socket | None:
+def connect(data_dir: str | os.PathLike[str]) -> socket.socket | None:
     import socket
 
     path = socket_path(data_dir)
@@ -196,24 +198,24 @@ def connect(data_dir: Path) -> socket.socket | None:
     return sock
 
 
-def start_engine(data_dir: Path) -> None:
+def start_engine(data_dir: str) -> None:
     """Start the engine for `data_dir`, detached: its own session, stdin closed, output to the log."""
     import subprocess
 
-    with open(data_dir / LOG_NAME, "ab") as log:
+    with open(os.path.join(data_dir, LOG_NAME), "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "mnemon_core.engine", str(data_dir)], stdin=subprocess.DEVNULL, stdout=log,
+            [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir)], stdin=subprocess.DEVNULL, stdout=log,
             stderr=log, start_new_session=True, close_fds=True, env=dict(os.environ),
         )
 
 
-def engine_socket(data_dir: Path, *, start: bool) -> socket.socket | None:
+def engine_socket(data_dir: str | os.PathLike[str], *, start: bool) -> socket.socket | None:
     """A connection to the running engine; with `start`, one started for it (waiting up to START_TIMEOUT_S)."""
     sock = connect(data_dir)
     if sock is not None or not start:
         return sock
-    data_dir.mkdir(parents=True, exist_ok=True)
-    start_engine(data_dir)
+    os.makedirs(data_dir, exist_ok=True)
+    start_engine(os.fspath(data_dir))
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         time.sleep(0.01)
@@ -233,7 +235,7 @@ def exchange(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any] | N
             return None
 
 
-def ask(data_dir: Path, message: dict[str, Any], *, start: bool = False) -> dict[str, Any] | None:
+def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], *, start: bool = False) -> dict[str, Any] | None:
     """Send one message to the engine and return its answer (None: no engine, or it did not answer)."""
     sock = engine_socket(data_dir, start=start)
     return None if sock is None else exchange(sock, message)
@@ -249,7 +251,7 @@ def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
         "op": "run", "argv": absolute_data_dir(args), "stamp": code_stamp(),
         # The engine runs elsewhere: the data dir goes as the absolute path this call resolved.
         "env": {**{k: v for k, v in env.items() if k.startswith("MNEMON_") or k == "HOME"},
-                "MNEMON_DATA_DIR": str(data_dir)},
+                "MNEMON_DATA_DIR": data_dir},
     }
     if command_of(args) in STDIN_COMMANDS:  # None: a terminal, which the command reads as no input
         request["stdin"] = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
@@ -273,10 +275,10 @@ def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
     return int(reply["code"]), False
 
 
-def wait_gone(data_dir: Path, timeout: float = 10.0) -> None:
+def wait_gone(data_dir: str | os.PathLike[str], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     path = socket_path(data_dir)
-    while path.exists() and time.monotonic() < deadline:
+    while os.path.exists(path) and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -287,12 +289,12 @@ def warn(message: str) -> None:
 # ---------------------------------------------------------------- mnemon daemon start|stop|status
 
 
-def daemon(action: str, data_dir: Path) -> dict[str, Any]:
+def daemon(action: str, data_dir: str) -> dict[str, Any]:
     """What `mnemon daemon ACTION` prints."""
     if action == "start":
         reply = ask(data_dir, {"op": "status"}, start=True)
         return reply if reply is not None else {"running": False, "error": "the engine did not start; see " +
-                                                str(data_dir / LOG_NAME)}
+                                                os.path.join(data_dir, LOG_NAME)}
     if action == "stop":
         reply = ask(data_dir, {"op": "stop"})
         if reply is None:

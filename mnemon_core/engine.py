@@ -90,7 +90,7 @@ class _ThreadInput(io.TextIOBase):
 class Engine:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.socket_path = client.socket_path(data_dir)
+        self.socket_path = Path(client.socket_path(data_dir))
         self.state_path = data_dir / client.PID_NAME
         self.stamp = client.code_stamp()
         self.started = time.time()

@@ -3,7 +3,6 @@ the CLI starts on every agent turn, and a face must not pull its framework in be
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 
 TYPE_CHECKING = False  # not `typing`'s: the package import is on the CLI's start-up path (typing costs ~5 ms)
@@ -22,7 +21,9 @@ def lazy_exports(
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f".{module}", package), name)
+        from importlib import import_module  # here: importlib costs the package import ~3 ms
+
+        value = getattr(import_module(f".{module}", package), name)
         namespace[name] = value
         return value
 

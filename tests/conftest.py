@@ -69,22 +69,47 @@ class CLIResult:
 
 
 def stop_engines(root: Path) -> None:
-    """Stop every resident engine started for a data directory under `root` (what the test started), and make
-    sure its process is gone."""
+    """Stop every resident engine serving a data directory under `root` (what the test started), and make
+    sure its process is gone; engines are found by their command line, so one a test's last call started a
+    moment ago (not serving yet) is found too."""
     import signal
     import time
 
-    for state in root.rglob("engine.json"):
-        try:
-            pid = json.loads(state.read_text(encoding="utf-8"))["pid"]
-        except (OSError, ValueError, KeyError):
-            continue
-        run_cli("--data-dir", str(state.parent), "daemon", "stop")
+    for pid, data_dir in _engines_under(root):
+        if (Path(data_dir) / "engine.json").exists():
+            run_cli("--data-dir", data_dir, "daemon", "stop")
+        else:
+            os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_engine_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory):
+    """Whatever a test left behind, no engine of the tests' data directories runs after the session."""
+    yield
+    stop_engines(tmp_path_factory.getbasetemp())
+
+
+def _engines_under(root: Path) -> list[tuple[int, str]]:
+    """(pid, data dir) of the engine processes (`python -m mnemon_core.engine DIR`) whose DIR is under root."""
+    found = []
+    prefix = str(root)
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "mnemon_core.engine" in argv:
+            i = argv.index("mnemon_core.engine")
+            if i + 1 < len(argv) and (argv[i + 1] == prefix or argv[i + 1].startswith(prefix + os.sep)):
+                found.append((int(proc.name), argv[i + 1]))
+    return found
 
 
 def _alive(pid: int) -> bool:

@@ -1,2 +1,6 @@
 """Coding-agent hosts: `mnemon setup` installs a skill, the guide and hooks into Claude Code, Codex, Cursor
 (and skill-only hosts); `mnemon hook` is what those hooks run. See docs/agents.md."""
+
+# The command line's choices (`mnemon hook PHASE --host HOST`), here so that building the parser imports nothing.
+PHASES = ("prime", "remind", "nudge", "compact")
+HOSTS = ("claude-code", "codex", "cursor")

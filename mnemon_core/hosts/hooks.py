@@ -21,12 +21,12 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 from ..errors import ValidationError
 
-PHASES = ("prime", "remind", "nudge", "compact")
-HOSTS = ("claude-code", "codex", "cursor")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 PRIME_LINE = "[mnemon] Memory active ({insights} insights, {edges} edges)."
 REMIND = "[mnemon] Evaluate: recall needed? After responding, evaluate: remember needed?"
