@@ -18,6 +18,7 @@ The engine's resident memory (VmRSS) is read at the end of each size.
 
     python benchmarks/cli_speed.py                    # 1k and 10k; prints the Markdown for RESULTS.md
     python benchmarks/cli_speed.py --sizes 1000 --repeat 7
+    python benchmarks/cli_speed.py --sizes '' --repeat 15   # start-up only
 """
 
 from __future__ import annotations
@@ -214,7 +215,7 @@ def main() -> None:
         print(f"load average (1 min) at start: {load[0]:.1f}")
         print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / Go's |")
         print("| ---: | --- | --- | ---: | ---: | ---: |")
-        for n in (int(s) for s in a.sizes.split(",")):
+        for n in (int(s) for s in a.sizes.split(",") if s):
             impls = build(tmp, n)
             got = measure(impls, n, a.repeat)
             for kind, by in got["results"].items():
