@@ -153,8 +153,20 @@ def warmed(impl: Impl, timeout: float = 120.0) -> None:
 
 
 def stop(impl: Impl) -> None:
-    if impl.name.startswith("mnemon"):
-        subprocess.run([*impl.cmd, "daemon", "stop"], env=impl.env, capture_output=True)
+    """Stop the engine and wait until its process is gone (a dying engine closing its store would compete with
+    the next call, which an engine that exited when idle long ago does not)."""
+    if not impl.name.startswith("mnemon"):
+        return
+    pid = engine_pid(impl.data_dir)
+    subprocess.run([*impl.cmd, "daemon", "stop"], env=impl.env, capture_output=True)
+    deadline = time.monotonic() + 30
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except OSError:
+            return
+        time.sleep(0.01)
 
 
 def measure(impls: list[Impl], n: int, repeat: int) -> dict:
