@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data_dir = data_dir_of(args, os.environ)
         if start and os.path.isdir(data_dir) and os.access(data_dir, os.W_OK):
             try:
-                start_engine(data_dir)
+                start_engine(data_dir, after_exit=True)
             except OSError as e:  # the call's own answer stands; the next call tries again
                 warn(f"the engine could not start: {e.strerror or e}")
 
@@ -198,13 +198,15 @@ def connect(data_dir: str | os.PathLike[str]) -> socket.socket | None:
     return sock
 
 
-def start_engine(data_dir: str) -> None:
-    """Start the engine for `data_dir`, detached: its own session, stdin closed, output to the log."""
+def start_engine(data_dir: str, *, after_exit: bool = False) -> None:
+    """Start the engine for `data_dir`, detached: its own session, stdin closed, output to the log. With
+    `after_exit` its start-up waits until this process has exited (a call that ran in-process)."""
     import subprocess
 
+    after = ["--after", str(os.getpid())] if after_exit else []
     with open(os.path.join(data_dir, LOG_NAME), "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir)], stdin=subprocess.DEVNULL, stdout=log,
+            [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir), *after], stdin=subprocess.DEVNULL, stdout=log,
             stderr=log, start_new_session=True, close_fds=True, env=dict(os.environ),
         )
 

@@ -36,6 +36,7 @@ from . import client
 
 IDLE_DEFAULT_S = 300.0
 LOCK_NAME = "engine.lock"  # held by the engine that binds the socket
+AFTER_WAIT_S = 5.0  # how long a first call's engine waits for that call's process to end before starting up
 MAX_MEMORIES = 8  # warm Memory objects kept (distinct stores / configurations)
 PER_CALL = frozenset({"session"})  # Settings fields a command passes with each call instead
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock and the stop flag
@@ -110,10 +111,15 @@ class Engine:
 
     # ------------------------------------------------------------------ life
 
-    def run(self) -> None:
+    def run(self, after: int | None = None) -> None:
+        """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the heavy
+        start-up waits (a few seconds at most) until that call's process has exited, so as not to slow its end
+        down; calls that come meanwhile wait in the listen queue."""
         server = self.server = self._listen()
         if server is None:
             return
+        if after is not None:
+            _wait_for_exit(after, AFTER_WAIT_S)
         from . import cli, config
 
         saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
@@ -336,12 +342,19 @@ def _idle_seconds(text: str | None) -> float:
     return value if value > 0 else IDLE_DEFAULT_S
 
 
+def _wait_for_exit(parent: int, timeout: float) -> None:
+    """Wait until the process that started this one (`parent`) has exited: then this one is re-parented."""
+    deadline = time.monotonic() + timeout
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m mnemon_core.engine DATA_DIR", file=sys.stderr)
+    if len(args) not in (1, 3) or (len(args) == 3 and (args[1] != "--after" or not args[2].isdigit())):
+        print("usage: python -m mnemon_core.engine DATA_DIR [--after PID]", file=sys.stderr)
         return 2
-    Engine(Path(args[0])).run()
+    Engine(Path(args[0])).run(after=int(args[2]) if len(args) == 3 else None)
     return 0
 
 

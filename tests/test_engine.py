@@ -173,6 +173,26 @@ def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
             p.wait(timeout=30)
 
 
+def test_a_first_calls_engine_starts_up_after_that_call_has_exited(engine_on: Path) -> None:
+    run_cli("remember", "after you", env={"MNEMON_DAEMON": "off"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    starter = subprocess.Popen([sys.executable, "-c", (
+        "import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-m', 'mnemon_core.engine', "
+        f"{str(engine_on)!r}, '--after', str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "time.sleep(1.5)")], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(client.socket_path(engine_on)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        reply = client.ask(engine_on, {"op": "status"})  # queued until the starter has gone
+        assert reply is not None and reply["running"] is True
+        assert starter.poll() is not None
+    finally:
+        starter.wait(timeout=30)
+        stop_engines(engine_on.parent)
+
+
 def test_a_first_call_that_writes_nothing_leaves_no_engine_behind(engine_on: Path) -> None:
     bad = run_cli("--store", "nosuch", "recall", "x")
     assert bad.code == 1 and "store create" in bad.err
