@@ -19,6 +19,7 @@ The engine's resident memory (VmRSS) is read at the end of each size.
     python benchmarks/cli_speed.py                    # 1k and 10k; prints the Markdown for RESULTS.md
     python benchmarks/cli_speed.py --sizes 1000 --repeat 7
     python benchmarks/cli_speed.py --sizes '' --repeat 15   # start-up only
+    python benchmarks/cli_speed.py --keep /tmp/cli-speed-stores  # stores built once, copied for each run
 """
 
 from __future__ import annotations
@@ -92,25 +93,35 @@ class Impl:
         return wall, cpu + (after - before if before is not None and after is not None else 0.0)
 
 
-def build(tmp: Path, n: int) -> list[Impl]:
-    d = draft(n)
-    path = tmp / f"draft-{n}.json"
-    path.write_text(json.dumps(d), encoding="utf-8")
-    impls = []
-    for name, emb in (("mnemon none", "none"), ("mnemon local", "local")):
-        data = tmp / f"{name.replace(' ', '-')}-{n}"
-        env = env_for(data, MNEMON_EMBEDDER=emb)
-        t = time.perf_counter()
-        subprocess.run([*MNEMON, "import", str(path), "--no-diff"], env={**env, "MNEMON_DAEMON": "off"},
-                       check=True, capture_output=True)
-        print(f"{name}: imported {n} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
-        impls.append(Impl(name, MNEMON, data, env))
+def build(tmp: Path, n: int, keep: Path | None = None) -> list[Impl]:
+    """Each implementation's store of the same n-insight draft, in `tmp`. With `keep`, the stores are built
+    once under `keep` and copied for each run (the 10k local import takes a quarter of an hour)."""
+    built = (keep or tmp) / f"stores-{n}"
+    if not (built / "done").exists():
+        shutil.rmtree(built, ignore_errors=True)
+        built.mkdir(parents=True)
+        path = built / "draft.json"
+        path.write_text(json.dumps(draft(n)), encoding="utf-8")
+        for name, emb in (("mnemon none", "none"), ("mnemon local", "local")):
+            env = env_for(built / name.replace(" ", "-"), MNEMON_EMBEDDER=emb)
+            t = time.perf_counter()
+            subprocess.run([*MNEMON, "import", str(path), "--no-diff"], env={**env, "MNEMON_DAEMON": "off"},
+                           check=True, capture_output=True)
+            print(f"{name}: imported {n} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+        if GO.exists():
+            subprocess.run([str(GO), "--data-dir", str(built / "go"), "import", str(path), "--no-diff"],
+                           env=env_for(built / "go"), check=True, capture_output=True)
+        (built / "done").touch()
+    here = tmp / f"run-{n}"
+    if keep is not None:
+        shutil.copytree(built, here)
+    else:
+        here = built
+    impls = [Impl(name, MNEMON, here / name.replace(" ", "-"),
+                  env_for(here / name.replace(" ", "-"), MNEMON_EMBEDDER=emb))
+             for name, emb in (("mnemon none", "none"), ("mnemon local", "local"))]
     if GO.exists():
-        data = tmp / f"go-{n}"
-        env = env_for(data)
-        subprocess.run([str(GO), "--data-dir", str(data), "import", str(path), "--no-diff"], env=env, check=True,
-                       capture_output=True)
-        impls.append(Impl("go v0.1.15", [str(GO), "--data-dir", str(data)], data, env))
+        impls.append(Impl("go v0.1.15", [str(GO), "--data-dir", str(here / "go")], here / "go", env_for(here / "go")))
     return impls
 
 
@@ -220,7 +231,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--repeat", type=int, default=9)
+    ap.add_argument("--keep", type=Path, help="build the stores once in this directory and reuse them")
     a = ap.parse_args()
+    # Byte-compiled as `pip install` leaves a package (an editable install under PYTHONDONTWRITEBYTECODE would
+    # otherwise compile every module on every call).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "mnemon_core")], check=True,
+                   capture_output=True)
     load = [os.getloadavg()[0]]
     tmp = Path(tempfile.mkdtemp(prefix="mnemon-cli-speed-"))
     try:
@@ -228,7 +244,7 @@ def main() -> None:
         print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / Go's |")
         print("| ---: | --- | --- | ---: | ---: | ---: |")
         for n in (int(s) for s in a.sizes.split(",") if s):
-            impls = build(tmp, n)
+            impls = build(tmp, n, a.keep)
             got = measure(impls, n, a.repeat)
             for kind, by in got["results"].items():
                 go = by.get("go v0.1.15")

@@ -11,7 +11,6 @@ engine (pydantic, numpy) is imported when a command runs, not for `--version`.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -40,6 +39,8 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 def dump(value: Any) -> str:
     """Pretty JSON (2-space indent) of a model, a list of models or plain data."""
+    import json
+
     from pydantic import BaseModel
 
     def plain(v: Any) -> Any:
@@ -104,6 +105,8 @@ def _recall(a: argparse.Namespace) -> None:
         verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars, recipe=a.recipe,
     )
     if a.brief:  # compact, unindented
+        import json
+
         from pydantic import BaseModel
 
         data = r.model_dump(mode="json") if isinstance(r, BaseModel) else r
@@ -150,13 +153,14 @@ def _log(a: argparse.Namespace) -> None:
     sys.stdout.write(format_log(entries))
 
 
-# C0/C1 controls, line separators and lone surrogates: what a terminal would obey or a line would break on.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# C0/C1 controls, line separators and lone surrogates: what a terminal would obey or a line would break on
+# (a pattern, compiled by `re`'s cache on first use: start-up does not pay for it).
+_UNPRINTABLE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 
 
 def printable(text: str) -> str:
     """`text` with every control character as its escape (`\\x1b`, `\\n`): shown, never obeyed, one line."""
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return re.sub(_UNPRINTABLE, lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def format_log(entries: Sequence[Any]) -> str:
