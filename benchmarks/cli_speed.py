@@ -9,9 +9,10 @@ times (default 9), in turns, and the medians of wall time and of CPU time are re
 call served by the engine what the engine spent on it):
 
 - `recall` warm: mnemon with its resident engine running (started and warmed first), `MNEMON_DAEMON` unset;
-- `recall` cold: mnemon in-process (`MNEMON_DAEMON=off`, today's path), for comparison;
-- `remember` warm (10k): distinct texts per call, the engine running;
-- first call of a fresh engine (`recall`, the engine stopped before each call) against the cold call;
+- `remember` warm: distinct texts per call, the engine running;
+- with no engine running (each stopped first and its process gone), in pairs: `recall` cold, in-process
+  (`MNEMON_DAEMON=off`, today's path), and the first call of a fresh engine (the call that starts it; it runs
+  in-process, and the engine it starts is let finish its warm-up before the next timed call);
 - `--version`, `--help` against `python -c pass`.
 
 The engine's resident memory (VmRSS) is read at the end of each size.
@@ -196,16 +197,20 @@ def measure(impls: list[Impl], n: int, repeat: int) -> dict:
         q = qs[r % len(qs)]
         for impl in impls if r % 2 == 0 else impls[::-1]:
             record("recall warm", impl.name, impl.run_warm("recall", q))
-            if impl.name.startswith("mnemon"):
-                record("recall in-process (cold)", impl.name, impl.run("recall", q, env={**impl.env, "MNEMON_DAEMON": "off"}))
             text = f"benchmark note {r} about {q} from {impl.name}"
             record("remember warm", impl.name, impl.run_warm("remember", text, "--imp", str(GO_IMPORTANCE)))
     rss = {impl.name: engine_rss_kb(impl.data_dir) for impl in mn}
-    for r in range(max(3, repeat // 2)):  # a fresh engine's first call: stopped before each
+    for r in range(repeat):  # no engine running: today's cold call, and the first call of a fresh engine
         for impl in mn:
             stop(impl)
-            record("first call of a fresh engine", impl.name, impl.run("recall", qs[r % len(qs)]))
+            q = qs[r % len(qs)]
+            record("recall cold (in-process, no engine)", impl.name,
+                   impl.run("recall", q, env={**impl.env, "MNEMON_DAEMON": "off"}))
+            record("first call of a fresh engine", impl.name, impl.run("recall", q))
             warmed(impl)  # the engine it started warms up now: let it finish before the next timed call
+        for impl in impls:
+            if not impl.name.startswith("mnemon"):  # Go has no engine: every call of it is this one
+                record("recall cold (in-process, no engine)", impl.name, impl.run("recall", qs[r % len(qs)]))
     for impl in mn:
         stop(impl)
     return {"results": results, "rss_kb": rss}
