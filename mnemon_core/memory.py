@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -97,19 +98,24 @@ class Memory:
         self._embedder: Any = instance if instance is not None else UNSET
         self._warned = False
         self._healthy: bool | None = None
+        self._opening = threading.Lock()  # two threads' first use opens one store and loads one model
 
     # ------------------------------------------------------------------ plumbing
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.settings)
+            with self._opening:
+                if self._store is None:
+                    self._store = open_store(self.settings)
         return self._store
 
     @property
     def embedder(self) -> Embedder | None:
         if self._embedder is UNSET:
-            self._embedder = get_embedder(self.settings)
+            with self._opening:
+                if self._embedder is UNSET:
+                    self._embedder = get_embedder(self.settings)
         return self._embedder
 
     def close(self) -> None:

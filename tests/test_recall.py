@@ -508,6 +508,28 @@ def test_threads_sharing_one_memory_get_the_same_answers(mem: Memory):
     assert got == [expected[q] for q in queries]
 
 
+def test_threads_first_use_of_a_memory_opens_one_store(data_dir, monkeypatch: pytest.MonkeyPatch):
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mnemon_core import memory as memory_module
+
+    opened = []
+    real = memory_module.open_store
+
+    def slow_open(settings):
+        opened.append(threading.get_ident())
+        time.sleep(0.05)  # wide enough for every thread to arrive while the first one opens
+        return real(settings)
+
+    monkeypatch.setattr(memory_module, "open_store", slow_open)
+    with Memory() as shared:
+        with ThreadPoolExecutor(8) as pool:
+            stores = list(pool.map(lambda _: shared.store, range(8)))
+    assert len(opened) == 1 and all(s is stores[0] for s in stores)
+
+
 def test_graph_version_ignores_access_bumps_but_not_graph_writes(mem: Memory):
     put(mem, "a", "alpha note", 0)
     store = mem.store
