@@ -62,7 +62,7 @@ class AsyncMemory:
             async with self._lock:
                 if self._parallel is None:
                     store = await asyncio.to_thread(lambda: self.sync.store)
-                    self._parallel = bool(getattr(store, "parallel_reads", False))
+                    self._parallel = store.parallel_reads
         return self._parallel
 
     remember = _twin(Memory.remember)

@@ -121,9 +121,6 @@ async def test_calls_take_turns_on_sqlite(data_dir: Path) -> None:
 @pytest.mark.integration
 async def test_reads_run_beside_each_other_on_a_pooled_postgres_store(pg_url: str, pg_store_name: str) -> None:
     gated = Gated(database_url=pg_url, store=pg_store_name, embedder=None)  # a library process: pooled
-    if not getattr(gated.store, "parallel_reads", False):
-        # The pool lends each thread its own connection; until the store layer declares that as
-        # `parallel_reads` (reported to it), the test declares it for the store.
-        gated.store.parallel_reads = True
+    assert gated.store.parallel_reads is True
     assert await _two_searches(gated) == 2
     gated.close()

@@ -99,6 +99,7 @@ class AnnSearch(Protocol):
 
 class Lifecycle(Protocol):
     location: str  # a path or URL, for `status` and messages
+    parallel_reads: bool  # reads from several threads run at once (each borrows a connection of its own)
 
     def transaction(self) -> AbstractContextManager[None]:
         """Outermost: one write transaction (writers of the store queue); inner: a savepoint."""

@@ -405,6 +405,7 @@ class PostgresStore(SQLStore):
                 self._pool: Any = self._open_pool(pool_max)
             else:
                 self._pool = _Single(lambda: self._configure(self._connect()), self._configure(boot))
+            self.parallel_reads = pool  # the pool lends each thread a connection of its own
         except BaseException:
             boot.close()
             raise

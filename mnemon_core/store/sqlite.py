@@ -279,6 +279,7 @@ class SQLiteStore(SQLStore):
     ) -> None:
         self.path = Path(path)
         self.location = str(self.path)
+        self.parallel_reads = False  # one connection: calls take turns on it
         self.readonly = readonly
         self.oplog_retention = oplog_retention
         self._trim_due: str | None = None  # the open transaction wrote oplog rows: trim at commit, as of then
