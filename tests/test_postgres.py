@@ -663,6 +663,40 @@ def test_migrations_backfill_a_version_1_store(sq, pg_url: str, pg_store_name: s
         drop_store(pg_url, pg_store_name + "-fresh")
 
 
+def test_entities_beyond_ascii_fold_as_on_sqlite(data_dir: Path, pg_url: str, pg_store_name: str) -> None:
+    """Entity lookups fold case as SQLite's do (Python's `str.lower`) through `mnemon migrate`, on remember, and
+    on a store written before migration 4 (SQL lower() under the C collation left "Émile" as it was)."""
+    import psycopg
+
+    from mnemon_core import Memory
+    from mnemon_core.store.postgres import PostgresStore
+
+    wanted = {"émile": "Émile", "москва": "Москва", "redis": "Redis"}
+    sq = Memory(store=pg_store_name)  # SQLite
+    sq.remember("Émile moved to Москва and runs Redis there", entities=["Émile", "Москва", "Redis"])
+    assert sq.store.known_entities(list(wanted), casefold=True) == wanted
+    sq.close()
+    r = run_cli("--store", pg_store_name, "migrate", "--from", "sqlite:", "--to", pg_url)
+    assert r.code == 0, r.err
+
+    mem = Memory(database_url=pg_url, store=pg_store_name)
+    assert mem.store.known_entities(list(wanted), casefold=True) == wanted
+    mem.remember("Ærø is an island Émile sails to", entities=["Ærø", "Émile"])
+    wanted["ærø"] = "Ærø"
+    assert mem.store.known_entities(list(wanted), casefold=True) == wanted
+    schema = mem.store.schema
+    mem.close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as the write path left them before migration 4
+        s = '"' + schema + '"'
+        conn.execute(f"UPDATE {s}.insight_entities SET entity_lower = entity WHERE entity <> 'Redis'")
+        conn.execute(f"UPDATE {s}.mnemon_meta SET value = 3 WHERE key = 'schema_version'")
+    st = PostgresStore(pg_url, store=pg_store_name)
+    try:
+        assert st.known_entities(list(wanted), casefold=True) == wanted
+    finally:
+        st.close()
+
+
 def schema_objects(url: str, schema: str) -> set[tuple[str, str]]:
     """A store's indexes and constraints as definitions with its schema written `{s}` (HNSW indexes by prefix)."""
     import re

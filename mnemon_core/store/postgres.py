@@ -289,8 +289,25 @@ def _m003_bm25_and_conversations(run: Callable[..., Any]) -> None:
     )
 
 
+def _fold_entities(run: Callable[..., Any]) -> None:
+    """`entity_lower` as Python's `str.lower` makes it, for entities beyond ASCII: what SQLite stores and every
+    query looks up, where SQL `lower()` under the C collation leaves "Émile" or "Москва" as they are."""
+    ents = [e for (e,) in run("SELECT DISTINCT entity FROM {s}.insight_entities").fetchall() if not e.isascii()]
+    if ents:
+        run(
+            "UPDATE {s}.insight_entities t SET entity_lower = v.el FROM unnest(%s::text[], %s::text[]) AS v(e, el) "
+            "WHERE t.entity = v.e AND t.entity_lower <> v.el",
+            (ents, [e.lower() for e in ents]),
+        )
+
+
+def _m004_fold_entities(run: Callable[..., Any]) -> None:
+    """Stores written before the write path folded entities in Python (see `_fold_entities`)."""
+    _fold_entities(run)
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
-    _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations,
+    _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities,
 ]
 
 
@@ -636,11 +653,12 @@ class PostgresStore(SQLStore):
             ),
         )
         if ins.entities:
+            ents = list(dict.fromkeys(ins.entities))
             self._exec(
                 "INSERT INTO {s}.insight_entities (insight_id, entity, entity_lower, created_at, seq) "
-                "SELECT i.id, e, lower(e), i.created_at, i.seq FROM {s}.insights i, unnest(%s::text[]) AS e "
-                "WHERE i.id = %s ON CONFLICT DO NOTHING",
-                (list(dict.fromkeys(ins.entities)), ins.id),
+                "SELECT i.id, u.e, u.el, i.created_at, i.seq FROM {s}.insights i, "
+                "unnest(%s::text[], %s::text[]) AS u(e, el) WHERE i.id = %s ON CONFLICT DO NOTHING",
+                (ents, [e.lower() for e in ents], ins.id),
             )
         active = ins.deleted_at is None
         self._changed(active=int(active), graph=True, stems=len(stems) if active else 0)
@@ -1048,6 +1066,7 @@ class PostgresStore(SQLStore):
                     "INSERT INTO {s}.insight_entities (insight_id, entity, entity_lower, created_at, seq) "
                     "SELECT DISTINCT id, e, lower(e), created_at, seq FROM {s}.insights, unnest(entities) AS e"
                 ))
+                _fold_entities(lambda sql, args=None: cur.execute(self._q(sql), args))
                 with cur.copy(self._q(f"COPY {{s}}.edges ({EDGE_COLS}) FROM STDIN (FORMAT BINARY)")) as cp:
                     cp.set_types(["text", "text", "text", "float8", "jsonb", "text"])
                     for e in edges:
