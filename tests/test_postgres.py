@@ -697,6 +697,30 @@ def test_entities_beyond_ascii_fold_as_on_sqlite(data_dir: Path, pg_url: str, pg
         st.close()
 
 
+def test_a_writer_waits_for_another_at_most_the_lock_timeout(pg_url: str, pg_store_name: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """As SQLite's busy timeout: a write fails with one "locked" line after WRITE_LOCK_TIMEOUT_S, nothing
+    written, and a read still answers (without its access bump)."""
+    from mnemon_core import Memory
+    from mnemon_core.errors import StoreError
+    from mnemon_core.store import postgres
+
+    monkeypatch.setattr(postgres, "WRITE_LOCK_TIMEOUT_S", 0.3)
+    holder = Memory(database_url=pg_url, store=pg_store_name)
+    holder.remember("the lock holder was here first")
+    other = Memory(database_url=pg_url, store=pg_store_name)
+    try:
+        with holder.store.transaction():
+            with pytest.raises(StoreError, match=r"store is locked: .* longer than the 0.3 s lock timeout"):
+                other.remember("a write that has to wait")
+            assert [h.content for h in other.recall("holder").results] == ["the lock holder was here first"]
+        assert other.store.count_active() == 1
+        assert other.remember("after the lock is gone").action == "added"
+    finally:
+        holder.close()
+        other.close()
+
+
 def schema_objects(url: str, schema: str) -> set[tuple[str, str]]:
     """A store's indexes and constraints as definitions with its schema written `{s}` (HNSW indexes by prefix)."""
     import re

@@ -46,7 +46,9 @@ from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms
 from . import base
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
-from .sql import EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, Dialect, SQLStore, oplog_trim, where
+from .sql import (
+    EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, oplog_trim, where,
+)
 from .vectors import VectorCache
 
 SCHEMA_PREFIX = "mnemon_"
@@ -541,6 +543,18 @@ class PostgresStore(SQLStore):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def _take_write_lock(self, conn: Any) -> None:
+        """This store's advisory lock, waited for at most WRITE_LOCK_TIMEOUT_S (then "locked", as SQLite's busy
+        timeout says it); the timeout holds for the rest of the transaction's lock waits too."""
+        conn.execute(f"SET LOCAL lock_timeout = '{int(WRITE_LOCK_TIMEOUT_S * 1000)}ms'")
+        try:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+        except _psycopg().errors.LockNotAvailable as e:
+            raise StoreError(
+                f"store is locked: another writer held the write lock on {self.location} longer than the "
+                f"{WRITE_LOCK_TIMEOUT_S:g} s lock timeout; try again", path=self.location,
+            ) from e
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Outermost call: BEGIN + this store's advisory lock (writers queue); inner calls: savepoints."""
@@ -570,7 +584,7 @@ class PostgresStore(SQLStore):
             tx = self._local.tx = _Tx(conn)
             try:
                 with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    self._take_write_lock(conn)
                     yield
                     if tx.edges:
                         self._send_edges(tx)

@@ -30,6 +30,8 @@ INSIGHT_COLUMNS = (
 INSIGHT_COLS = ", ".join(INSIGHT_COLUMNS)
 EDGE_COLS = "source_id, target_id, edge_type, weight, metadata, created_at"
 OPLOG_COLS = "id, operation, insight_id, detail, created_at"
+# How long a write waits for another writer of the store before it fails with "locked" (both backends).
+WRITE_LOCK_TIMEOUT_S = 60
 
 
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:

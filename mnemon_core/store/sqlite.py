@@ -30,11 +30,12 @@ from ..text import document, terms, token_set
 from . import ann, base
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .sql import (
-    INSIGHT_COLS, INSIGHT_COLUMNS, Dialect, SQLStore, in_chunks, json_lists, json_mapping, oplog_trim, where,
+    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, in_chunks, json_lists, json_mapping,
+    oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
 
-BUSY_TIMEOUT_MS = 60_000
+BUSY_TIMEOUT_MS = WRITE_LOCK_TIMEOUT_S * 1000
 _VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
 DIALECT = Dialect(
