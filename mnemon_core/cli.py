@@ -282,7 +282,12 @@ def _extract(a: argparse.Namespace) -> None:
         if a.judge:
             judge = ex.LinkJudge(mem, **_llm_options(a), dry_run=a.dry_run)
             added = [item.id for item in imported.results if item.action == "added"]
-            judged = judge.judge_many(added)
+            try:
+                judged = judge.judge_many(added)
+            except ex.LLMError as e:  # the import stands and is reported; the judge's fault is the exit status
+                summary["judge_error"] = str(e)
+                emit(summary)
+                raise
             summary["judge"] = [r.model_dump(mode="json") for r in judged]
             if why := ex.nothing_judged(judged):  # the import stands: a warning, not a failure
                 print(f"mnemon: warning: {why}", file=sys.stderr)

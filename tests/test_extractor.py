@@ -319,6 +319,24 @@ def test_cli_extract_import_judge(cli, tmp_path: Path):
     assert status["total_insights"] == 3
 
 
+def test_cli_extract_import_reports_the_import_when_the_judge_is_refused(cli, tmp_path: Path):
+    def refuse_the_judge(req: dict[str, Any]) -> Reply:
+        if req["messages"][0]["content"].startswith("You judge links"):
+            return Reply.error(401, "Incorrect API key provided: sk-abcdef123456")
+        return llm_stand_in(req)
+
+    out = tmp_path / "memory_draft.json"
+    with FakeOpenAIServer(refuse_the_judge) as s:
+        r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(out), "--import", "--judge",
+                "--store", "alpha", env={**cli_env(s), "MNEMON_LLM_API_KEY": "sk-abcdef123456"})
+    assert r.code == 1
+    assert r.err.startswith("Error: ") and r.err.count("\n") == 1 and "refused the API key" in r.err
+    summary = r.json()
+    assert summary["import"]["imported"] == 3 and "refused the API key" in summary["judge_error"]
+    assert "sk-abcdef123456" not in r.out + r.err
+    assert cli("status", "--store", "alpha").json()["total_insights"] == 3
+
+
 def test_cli_extract_reports_failures_and_exits_1_without_a_draft(cli, tmp_path: Path):
     out = tmp_path / "d.json"
     with FakeOpenAIServer([Reply.text("no json here")]) as s:
