@@ -45,6 +45,9 @@ DEFAULT_OPLOG_MAX_ROWS = 10_000_000
 EMBEDDERS = ("local", "ollama", "openai", "none")
 DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
 DEFAULT_EMBED_TIMEOUT_S = 30.0  # per request to a remote embedder (spec §3.2); MNEMON_EMBED_TIMEOUT
+# A remote server (embedder or LLM) that timed out this many calls in a row is given up on for the rest of
+# the run: later calls fail at once, each reported, instead of each waiting out its timeout.
+MAX_CONSECUTIVE_TIMEOUTS = 2
 DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 
 

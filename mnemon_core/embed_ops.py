@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
-from .config import DEFAULT_OLLAMA_MODEL
+from .config import DEFAULT_OLLAMA_MODEL, MAX_CONSECUTIVE_TIMEOUTS
 from .context import Context
 from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
 from .errors import EmbedderError, NotFoundError
@@ -23,10 +23,9 @@ __all__ = ["EmbedBackfillResult", "EmbedCompleteResult", "EmbedOneResult", "Embe
 # Texts per embedder call and per committed transaction: a killed backfill keeps every finished batch.
 EMBED_BATCH = 256
 # A failed batch is retried text by text to find the texts the provider refuses; that search is bounded.
-# The backfill gives up on an endpoint after this many timeouts in a row (each costs MNEMON_EMBED_TIMEOUT) …
-MAX_CONSECUTIVE_TIMEOUTS = 2
-# … and on one that has embedded nothing after the failed batch and this many texts alone (a wrong key, a
-# wrong model, a server that fails everything).
+# The backfill gives up on an endpoint after MAX_CONSECUTIVE_TIMEOUTS timeouts in a row (config.py; each costs
+# MNEMON_EMBED_TIMEOUT), and on one that has embedded nothing after the failed batch and this many texts alone
+# (a wrong key, a wrong model, a server that fails everything).
 MAX_FAILURES_BEFORE_SUCCESS = 3
 
 

@@ -203,6 +203,33 @@ def test_a_timeout_that_persists_fails_the_chunk():
     assert run.report.failures[0].error == "the model server did not answer within 0.3s (1 try)"
 
 
+def test_a_server_that_keeps_timing_out_is_given_up_on():
+    """After MAX_CONSECUTIVE_TIMEOUTS calls in a row timed out, later calls fail at once (each reported)
+    instead of each waiting out the timeout; an answer in between starts the count again."""
+    from pydantic import BaseModel
+
+    from mnemon_core.config import MAX_CONSECUTIVE_TIMEOUTS
+    from mnemon_extractor.llm import ChatLLM, LLMConfig
+
+    class Chunk(BaseModel):
+        insights: list[dict[str, Any]]
+        edges: list[dict[str, Any]]
+
+    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3)]) as s:
+        llm = ChatLLM(LLMConfig.resolve(base_url=s.base_url, api_key="k", model="m", timeout=0.3, max_retries=0))
+        answers = [llm.ask([{"role": "user", "content": "hi"}], Chunk, lambda d: d) for _ in range(4)]
+        sent = len(s.requests)
+    assert MAX_CONSECUTIVE_TIMEOUTS == 2 and sent == 2
+    assert [a.error for a in answers[:2]] == ["the model server did not answer within 0.3s (1 try)"] * 2
+    assert answers[3].error == answers[2].error == ("not sent: the model server did not answer 2 calls in a row "
+                                                    "within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)")
+    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2), Reply.json(CHUNK2, delay=3),
+                           Reply.json(CHUNK2)]) as s:
+        llm = ChatLLM(LLMConfig.resolve(base_url=s.base_url, api_key="k", model="m", timeout=0.3, max_retries=0))
+        answers = [llm.ask([{"role": "user", "content": "hi"}], Chunk, lambda d: d) for _ in range(4)]
+    assert [a.error is None for a in answers] == [False, True, False, True]
+
+
 def test_server_without_structured_outputs_falls_back_to_json_mode():
     def respond(req: dict[str, Any]) -> Reply:
         if req.get("response_format", {}).get("type") == "json_schema":

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from mnemon_core.config import UNSET
+from mnemon_core.config import MAX_CONSECUTIVE_TIMEOUTS, UNSET
 from mnemon_core.errors import MissingExtraError, ValidationError
 from mnemon_core.redact import redact
 
@@ -184,6 +184,7 @@ class ChatLLM:
         self.mode = self.config.mode
         self.usage = Usage()
         self.succeeded = 0  # calls that got an HTTP answer; before the first, a dead server is fatal
+        self.timeouts = 0  # of the latest calls, how many timed out in a row (MAX_CONSECUTIVE_TIMEOUTS: give up)
 
     @property
     def client(self) -> Any:
@@ -271,11 +272,18 @@ class ChatLLM:
         except ImportError:
             raise MissingExtraError("openai", "openai") from None
 
+        if self.timeouts >= MAX_CONSECUTIVE_TIMEOUTS:
+            raise _TransportFailure(
+                f"not sent: the model server did not answer {self.timeouts} calls in a row within "
+                f"{self.config.timeout:g}s (MNEMON_LLM_TIMEOUT sets the limit)"
+            )
         while True:
             try:
                 raw = self._request(messages, schema)
                 self.succeeded += 1
+                self.timeouts = 0
             except openai.APITimeoutError:
+                self.timeouts += 1
                 raise _TransportFailure(
                     f"the model server did not answer within {self.config.timeout:g}s ({self._tries()})"
                 ) from None

@@ -46,7 +46,7 @@ ERROR_BODY_CHARS = 200
 
 class EmbedderTimeoutError(EmbedderError):
     """The provider did not answer within the HTTP timeout: a backfill gives up on an endpoint that keeps
-    doing this (embed_ops.MAX_CONSECUTIVE_TIMEOUTS) instead of waiting out every text."""
+    doing this (config.MAX_CONSECUTIVE_TIMEOUTS) instead of waiting out every text."""
 
 
 @dataclass(frozen=True)
