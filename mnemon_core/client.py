@@ -184,9 +184,11 @@ def socket_path(data_dir: str | os.PathLike[str]) -> str:
 
 
 def connect(data_dir: str | os.PathLike[str]) -> socket.socket | None:
+    path = socket_path(data_dir)
+    if not os.path.exists(path):  # no engine: a first call does not pay for importing socket
+        return None
     import socket
 
-    path = socket_path(data_dir)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
     try:
@@ -199,16 +201,21 @@ def connect(data_dir: str | os.PathLike[str]) -> socket.socket | None:
 
 
 def start_engine(data_dir: str, *, after_exit: bool = False) -> None:
-    """Start the engine for `data_dir`, detached: its own session, stdin closed, output to the log. With
-    `after_exit` its start-up waits until this process has exited (a call that ran in-process)."""
-    import subprocess
-
+    """Start the engine for `data_dir`, detached: its own session, stdin from /dev/null, output to the log
+    (only those three descriptors: Python opens every other one non-inheritable). `posix_spawn`, not
+    `subprocess`: no fork of this process and no import. With `after_exit` its start-up waits until this
+    process has exited (a call that ran in-process)."""
     after = ["--after", str(os.getpid())] if after_exit else []
-    with open(os.path.join(data_dir, LOG_NAME), "ab") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir), *after], stdin=subprocess.DEVNULL, stdout=log,
-            stderr=log, start_new_session=True, close_fds=True, env=dict(os.environ),
-        )
+    log = os.path.join(data_dir, LOG_NAME)
+    os.posix_spawn(
+        sys.executable, [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir), *after], dict(os.environ),
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ],
+        setsid=True,
+    )
 
 
 def engine_socket(data_dir: str | os.PathLike[str], *, start: bool) -> socket.socket | None:
@@ -249,6 +256,9 @@ def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
     costing what a cold call always did, and an engine starts for the next ones."""
     env = os.environ
     data_dir = data_dir_of(args, env)
+    sock = connect(data_dir)
+    if sock is None:
+        return None, True
     request = {
         "op": "run", "argv": absolute_data_dir(args), "stamp": code_stamp(),
         # The engine runs elsewhere: the data dir goes as the absolute path this call resolved.
@@ -258,23 +268,34 @@ def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
     if command_of(args) in STDIN_COMMANDS:  # None: a terminal, which the command reads as no input
         request["stdin"] = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     for _attempt in range(2):
-        sock = connect(data_dir)
-        if sock is None:
+        if sock is None and (sock := connect(data_dir)) is None:
+            _restore_stdin(request)
             return None, True
         reply = exchange(sock, request)
+        sock = None
         if reply is None:
             warn("the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)")
+            _restore_stdin(request)
             return None, False
         if "restart" not in reply:
             break
         wait_gone(data_dir)  # an engine of other code, stopping: the next round starts one of this code
     else:
         warn("the engine could not be replaced; running in-process")
+        _restore_stdin(request)
         return None, False
     sys.stdout.write(reply["out"])
     sys.stdout.flush()
     sys.stderr.write(reply["err"])
     return int(reply["code"]), False
+
+
+def _restore_stdin(request: dict[str, Any]) -> None:
+    """The call goes in-process after all: the standard input read for the engine is its input again."""
+    if request.get("stdin") is not None:
+        import io
+
+        sys.stdin = io.StringIO(request["stdin"])
 
 
 def wait_gone(data_dir: str | os.PathLike[str], timeout: float = 10.0) -> None:

@@ -221,13 +221,17 @@ def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -
     t.start()
     try:
         r = run_cli("recall", "answer")
+        # a hook's standard input, read for the engine, is still the in-process run's input
+        hook = run_cli("hook", "nudge", input='{"stop_hook_active": true}')
     finally:
         stop.set()
         t.join()
         mute.close()
         os.unlink(path)
+    warning = "mnemon: warning: the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)\n"
     assert r.code == 0 and r.json()["results"][0]["content"] == "the answer"
-    assert r.err == "mnemon: warning: the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)\n"
+    assert r.err == warning
+    assert (hook.code, hook.out, hook.err) == (0, "", warning)  # no nudge while the host's stop hook is active
 
 
 def test_kill_9_loses_nothing_acknowledged(engine_on: Path) -> None:
