@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
@@ -115,13 +115,14 @@ def test_receipt_depends_on_ids_and_details_only_through_their_hashes(entries, o
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=8, max_size=200))
+@example("-000000:")  # content that looks like an option: after "--" it is content
 def test_receipt_of_any_remembered_content_shows_no_content_or_id(content: str) -> None:
     """The CLI path in-process, over random contents stored in a real SQLite store."""
     assume(content.strip() and content.strip() == content)
     with tempfile.TemporaryDirectory() as tmp:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            assert cli.main(["--data-dir", tmp, "remember", content]) == 0
+            assert cli.main(["--data-dir", tmp, "remember", "--", content]) == 0
         new_id = json.loads(out.getvalue())["id"]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
