@@ -17,7 +17,7 @@ SCRIPT = [
     ("status", (), {}),
 ]
 
-VOLATILE = {"id", "created_at", "updated_at", "replaced_id", "db_path", "db_size_bytes"}
+VOLATILE = {"id", "created_at", "updated_at", "oldest", "replaced_id", "db_path", "db_size_bytes"}  # timestamps, paths
 
 
 def scrub(value):
