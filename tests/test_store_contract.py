@@ -350,12 +350,17 @@ def test_recall_reads(filled: Store) -> None:
     assert sorted(s.adjacency(["b", "b"])) == [("b", "a", "semantic", 0.7, None), ("b", "d", "supersedes", 1.0, None)]
     assert s.adjacency([]) == []
     assert s.superseded_ids() == {"b"}
+    assert s.superseded_ids(["zz", "b", "a", "b"]) == {"b"} and s.superseded_ids(["a", "d"]) == set()
+    assert s.superseded_ids([]) == set()
     before = s.graph_version()
     s.upsert_edge(edge("b", "c", "causal", 0.2))
     after = s.graph_version()
     assert after != before
     s.insert_insight(Insight(id="f", content="f", created_at=T2, updated_at=T2), {"f"})
     assert s.graph_version() != after
+    # a store that journals its own commits names what they touched; one that does not says it cannot tell
+    assert s.graph_changes(before, s.graph_version()) in (None, {"b", "c", "f"})
+    assert s.graph_changes(object(), s.graph_version()) is None
 
 
 # ---------------------------------------------------------------------------------------------- oplog, dump

@@ -133,3 +133,37 @@ def test_vector_cache_recovers_from_a_rolled_back_write(tmp_path) -> None:
         s.set_vector("kept", np.ones(4, dtype=np.float32), "m")
     assert s.vector_matrix("m", 4)[0] == ["kept"]
     s.close()
+
+
+def test_graph_changes_name_what_own_commits_touched(tmp_path) -> None:
+    s = SQLiteStore(tmp_path / "m.db")
+    t = "2026-01-01T00:00:00Z"
+    v0 = s.graph_version()
+    with s.transaction():
+        for i in "abcd":
+            s.insert_insight(Insight(id=i, content=i, created_at=t, updated_at=t), {i})
+    v1 = s.graph_version()
+    assert s.graph_changes(v0, v1) == {"a", "b", "c", "d"}
+    with s.transaction():
+        s.upsert_edge(Edge(source_id="a", target_id="b", edge_type="causal", created_at=t))
+        s.upsert_edge(Edge(source_id="c", target_id="b", edge_type="semantic", created_at=t))
+    v2 = s.graph_version()
+    assert s.graph_changes(v1, v2) == {"a", "b", "c"}
+    with s.transaction():
+        s.soft_delete(["b"], t)  # b and every neighbour whose list loses an edge
+    v3 = s.graph_version()
+    assert s.graph_changes(v2, v3) == {"a", "b", "c"} and s.graph_changes(v0, v3) == {"a", "b", "c", "d"}
+    with pytest.raises(RuntimeError), s.transaction():
+        s.delete_edge("c", "b", "semantic")
+        raise RuntimeError("rolled back")
+    v4 = s.graph_version()
+    assert v4 != v3 and s.graph_changes(v3, v4) is None  # a reader may have seen the rolled-back row
+    other = SQLiteStore(tmp_path / "m.db")
+    other.upsert_edge(Edge(source_id="a", target_id="c", edge_type="causal", created_at=t))
+    other.close()
+    s.upsert_edge(Edge(source_id="a", target_id="d", edge_type="causal", created_at=t))
+    assert s.graph_changes(v4, s.graph_version()) is None  # another connection committed in between
+    v5 = s.graph_version()
+    s.delete_edge("a", "d", "causal")  # outside a transaction: a commit of its own
+    assert s.graph_changes(v5, s.graph_version()) == {"a", "d"}
+    s.close()

@@ -3,9 +3,12 @@ touched gets a dense index; its attributes (importance, created_at, category, so
 (neighbour index, edge type code, weight — both directions, one entry per neighbour and type, sorted by
 neighbour id then type) are fetched once, in batches, and reused by later queries.
 
-The memo is valid while `store.graph_version()` stays the same and is dropped as a whole when any process
-changes insights or edges, so it never serves a stale edge. A fresh process (the CLI) pays only for what one
-query touches, level by level; a long-lived one stops reading the graph from SQLite at all once warm.
+The memo is valid while `store.graph_version()` stays the same. When the store's own commits changed the graph
+since (a `remember` in this process), it forgets just the insights they touched (`store.graph_changes`: the new
+one, both ends of every edge written, every neighbour of a deleted one) and every posting list (BM25 scores
+move with each insight added); when another process wrote, it is dropped as a whole. So it never serves a stale
+edge. A fresh process (the CLI) pays only for what one query touches, level by level; a long-lived one stops
+reading the graph from SQLite at all once warm, and a write costs it the few rows the write changed.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class GraphView:
         self._weight = np.zeros(0, dtype=np.float64)
         self._sub = np.zeros(0, dtype=np.int64)
         self._edge_n = 0
+        self._live = 0  # entries of _nbr.. in use by a loaded node (the rest: lists of forgotten nodes)
         # Attributes by index; `_known` marks rows fetched, `_active` those that exist and are not deleted.
         self._known = np.zeros(0, dtype=bool)
         self._active = np.zeros(0, dtype=bool)
@@ -99,11 +103,39 @@ class GraphView:
         self._vecrow = np.zeros(0, dtype=np.int64)
 
     def sync(self) -> None:
-        """Drop the memo if the store changed since it was filled. Call once at the start of a query."""
-        version = self.store.graph_version()
-        if version != self._version:
-            self._version = version
+        """Bring the memo up to the store's graph version: forget what this store's own commits touched, or
+        drop everything when that is not known. Call once at the start of a query."""
+        store = self.store
+        version = store.graph_version()
+        if version == self._version:
+            return
+        changed = store.graph_changes(self._version, version)
+        # Forgetting many nodes costs more than refilling lazily, and forgotten lists stay in the flat arrays
+        # until a reset: start over when either grows large.
+        if changed is None or len(changed) > max(256, len(self.ids) // 4) or self._edge_n > 2 * self._live + 65536:
             self._reset()
+        else:
+            self._forget(changed)
+        self._version = version
+
+    def _forget(self, ids: set[str]) -> None:
+        """Unload the attributes and adjacency of ids and every posting list; ask again which of ids are
+        superseded (the others' `supersedes` edges and states did not change)."""
+        index = self.index
+        nodes = np.fromiter((index[i] for i in ids if i in index), dtype=np.int64)
+        if nodes.size:
+            loaded = nodes[self._start[nodes] >= 0]
+            self._live -= int(self._degree[loaded].sum())
+            self._known[nodes] = self._active[nodes] = False
+            self._start[nodes] = -1
+            self._degree[nodes] = 0
+        self._tokens.clear()
+        self._entities.clear()
+        self._sources.clear()
+        self._terms.clear()
+        if self._superseded is not None:
+            kept = {self.ids[n] for n in self._superseded.tolist()} - ids
+            self._superseded = self.intern(sorted(kept | self.store.superseded_ids(sorted(ids))))
 
     # ------------------------------------------------------------------ nodes
 
@@ -284,6 +316,7 @@ class GraphView:
         hi = lo + src.size
         self._nbr[lo:hi], self._etype[lo:hi], self._weight[lo:hi], self._sub[lo:hi] = dst, etype, weight, sub
         self._edge_n = hi
+        self._live += src.size
         begin = np.searchsorted(src, missing)
         self._start[missing] = lo + begin
         self._degree[missing] = np.searchsorted(src, missing, side="right") - begin

@@ -229,6 +229,11 @@ class Edges(Protocol):
         """A token that changes whenever insights or edges change (this or another process); readers key
         their caches of `insight_meta` / `adjacency` / `superseded_ids` on it."""
         ...
+    def graph_changes(self, since: Hashable, now: Hashable) -> set[str] | None:
+        """The insights whose attributes or adjacency this store object's own commits changed between two of
+        its graph versions, or None when it cannot say (another process wrote, a rollback, a version read
+        inside an open transaction, or no journal kept): a reader then drops its caches as a whole."""
+        ...
     def insight_meta(self, ids: Sequence[str]) -> dict[str, tuple[int, str, str, str]]:
         """Active insights among ids → (importance, created_at, category, source)."""
         ...
@@ -237,8 +242,8 @@ class Edges(Protocol):
         whose other end is an active insight; the sub-type is the metadata's `sub_type` of a temporal edge
         (backbone, proximity, conversation), None for the other types."""
         ...
-    def superseded_ids(self) -> set[str]:
-        """Every active insight that is the target of a `supersedes` edge."""
+    def superseded_ids(self, among: Sequence[str] | None = None) -> set[str]:
+        """Every active insight that is the target of a `supersedes` edge (of those among ids, when given)."""
         ...
 
 

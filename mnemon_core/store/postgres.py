@@ -34,7 +34,7 @@ import re
 import struct
 import threading
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -993,6 +993,9 @@ class PostgresStore(SQLStore):
         # `_gen` moves with this object's own writes and rollbacks before they commit.
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'")
         return (int(r[0]) if r else 0), self._gen
+
+    def graph_changes(self, since: Hashable, now: Hashable) -> set[str] | None:
+        return None  # no journal yet: several threads share this store's pool, readers start over
 
     # ------------------------------------------------------------------ oplog
 

@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import sys
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from ..models import Edge, Insight
 from ..text import document, terms, token_set
 from . import ann, base
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
+from .journal import GraphJournal
 from .sql import (
     INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, in_chunks, json_lists, json_mapping,
     oplog_trim, where,
@@ -291,6 +292,7 @@ class SQLiteStore(SQLStore):
         self._ann: dict[tuple[str, int], ann.AnnIndex] = {}  # mapped HNSW files (store/ann.py), by (model, dim)
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
+        self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
         try:
             if readonly:
                 if not self.path.exists():
@@ -366,6 +368,7 @@ class SQLiteStore(SQLStore):
                 if self._depth == 0:
                     self._graph_dirty = False
                     self._trim_due = None
+                    self._journal.abort()
                     self.db.execute("ROLLBACK")
                 else:
                     self.db.execute(f"ROLLBACK TO {name}")
@@ -374,9 +377,10 @@ class SQLiteStore(SQLStore):
             else:
                 self._depth -= 1
                 if self._depth == 0:
+                    counter = None
                     if self._graph_dirty:
                         self._graph_dirty = False
-                        self._bump_graph()
+                        counter = self._bump_graph()
                     if self._trim_due is not None:
                         self._trim_oplog(self._trim_due)
                     try:
@@ -384,16 +388,22 @@ class SQLiteStore(SQLStore):
                     except BaseException:
                         # A failed COMMIT (a deferred constraint, a full disk) can leave the transaction open:
                         # end it, or every later transaction() fails on this connection.
+                        self._journal.abort()
                         self._forget_uncommitted()
                         if self.db.in_transaction:
                             self.db.execute("ROLLBACK")
                         raise
+                    if counter is None:
+                        self._journal.abort()
+                    else:
+                        self._journal.commit(counter, self._graph_gen)
                 else:
                     self.db.execute(f"RELEASE {name}")
 
     def _begin(self) -> None:
         try:
             self.db.execute("BEGIN IMMEDIATE")
+            self._journal.begin(self._graph_gen)
         except sqlite3.OperationalError as e:
             if _code(e) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise
@@ -423,7 +433,7 @@ class SQLiteStore(SQLStore):
     # ------------------------------------------------------------------ insights
 
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
-        self._graph_write()
+        self._graph_write([ins.id])
         toks = set(tokens)
         cur = self.db.execute(
             "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
@@ -458,7 +468,13 @@ class SQLiteStore(SQLStore):
             yield self._insight(r)
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
-        self._graph_write()
+        # The deleted insights and every neighbour: their adjacency lists lose the edges removed here.
+        touched = list(ids)
+        for id_ in ids:
+            for row in self.db.execute("SELECT source_id, target_id FROM edges WHERE source_id = ? OR target_id = ?",
+                                       (id_, id_)):
+                touched.extend(row)
+        self._graph_write(touched)
         for id_ in ids:
             seq = self._next_vec_seq()
             self.db.execute(
@@ -630,7 +646,7 @@ class SQLiteStore(SQLStore):
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._graph_write()
+        self._graph_write([edge.source_id, edge.target_id])
         self.db.execute(
             # An upsert, not INSERT OR REPLACE: with foreign keys on, REPLACE deletes and re-inserts.
             "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?,?,?,?,?,?) "
@@ -663,7 +679,7 @@ class SQLiteStore(SQLStore):
             yield self._edge(r)
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
-        self._graph_write()
+        self._graph_write([source_id, target_id])
         self.db.execute(
             "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?",
             (source_id, target_id, edge_type),
@@ -682,18 +698,26 @@ class SQLiteStore(SQLStore):
             committed = -self.db.execute("PRAGMA data_version").fetchone()[0]
         return committed, self._graph_gen
 
-    def _graph_write(self) -> None:
-        self._graph_gen += 1
-        if self._depth == 0:  # a write outside transaction(): publish it now
-            self._bump_graph()
+    def graph_changes(self, since: Hashable, now: Hashable) -> set[str] | None:
+        return self._journal.changes(since, now)
+
+    def _graph_write(self, ids: Sequence[str]) -> None:
+        if self._depth == 0:  # a write outside transaction(): publish it now, as a commit of its own
+            self._journal.begin(self._graph_gen)
+            self._graph_gen += 1
+            self._journal.touch(ids)
+            self._journal.commit(self._bump_graph(), self._graph_gen)
         else:
+            self._graph_gen += 1
+            self._journal.touch(ids)
             self._graph_dirty = True
 
-    def _bump_graph(self) -> None:
-        self.db.execute(
+    def _bump_graph(self) -> int:
+        """Move the committed 'graph' counter; its new value."""
+        return self.db.execute(
             "INSERT INTO mnemon_meta (key, value) VALUES ('graph', 1) "
-            "ON CONFLICT(key) DO UPDATE SET value = value + 1"
-        )
+            "ON CONFLICT(key) DO UPDATE SET value = value + 1 RETURNING value"
+        ).fetchone()[0]
 
     # ------------------------------------------------------------------ oplog
 
