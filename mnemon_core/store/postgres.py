@@ -308,8 +308,14 @@ def _m004_fold_entities(run: Callable[..., Any]) -> None:
     _fold_entities(run)
 
 
+def _m005_supersedes_index(run: Callable[..., Any]) -> None:
+    """Recall demotes superseded insights: a partial index holds the `supersedes` edges alone, so finding them
+    no longer scans every edge."""
+    run("CREATE INDEX IF NOT EXISTS edges_supersedes ON {s}.edges (target_id) WHERE edge_type = 'supersedes'")
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
-    _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities,
+    _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
 ]
 
 

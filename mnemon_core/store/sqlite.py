@@ -242,9 +242,18 @@ def _m006_bm25_and_conversations(db: sqlite3.Connection) -> None:
     )
 
 
+def _m007_supersedes_index(db: sqlite3.Connection) -> None:
+    """Recall demotes superseded insights: finding them scanned every edge (17 ms at 10k insights, on every
+    query of a fresh process). A partial index holds only `supersedes` edges; with both columns it is covering,
+    which is what makes the planner (no ANALYZE statistics) prefer it to the (target, type) index."""
+    db.execute(
+        "CREATE INDEX IF NOT EXISTS idx_edges_supersedes ON edges(target_id, edge_type) WHERE edge_type = 'supersedes'"
+    )
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
-    _m006_bm25_and_conversations,
+    _m006_bm25_and_conversations, _m007_supersedes_index,
 ]
 
 
