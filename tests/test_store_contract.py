@@ -134,6 +134,8 @@ def test_insights(filled: Store) -> None:
     assert [i.id for i in s.latest(since=T1, limit=10)] == ["d", "c"]
     assert [i.id for i in s.latest(exclude="d", limit=2)] == ["c", "b"]
     assert [i.id for i in s.latest(limit=10, filters=Filters(category="fact", source="Agent2"))] == ["c"]
+    assert s.latest_ids(limit=10) == ["d", "c", "b", "a"] and s.latest_ids(limit=2) == ["d", "c"]
+    assert s.latest_ids(limit=10, filters=Filters(category="fact", source="Agent2")) == ["c"]
 
 
 def test_writes_to_insights(filled: Store) -> None:

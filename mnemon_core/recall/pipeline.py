@@ -153,7 +153,7 @@ def _signals(
                 return cos_ext[view.vector_rows(nodes)]
 
     # Signal 3: recency, always.
-    time_rank = [ins.id for ins in store.latest(limit=k, filters=scope)]
+    time_rank = store.latest_ids(limit=k, filters=scope)
 
     # Signal 4: entity — share of the query's entities an insight names (the same extractor as remember);
     # with `source_entity`, an insight whose source the query names counts as naming it.

@@ -128,6 +128,9 @@ class Insights(Protocol):
     ) -> list[Insight]:
         """Newest first (created_at, then insertion order)."""
         ...
+    def latest_ids(self, *, limit: int, filters: Filters = NO_FILTERS) -> list[str]:
+        """The ids `latest(limit=, filters=)` returns, without reading the rows (recall's recency signal)."""
+        ...
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
         """Mark deleted and drop their edges."""
         ...

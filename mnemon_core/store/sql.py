@@ -198,6 +198,13 @@ class SQLStore:
         )
         return [self._insight(r) for r in rows]
 
+    def latest_ids(self, *, limit: int, filters: Filters = NO_FILTERS) -> list[str]:
+        sql, args = where(filters)
+        rows = self._exec(
+            f"SELECT id FROM {{s}}.insights WHERE {sql} ORDER BY created_at DESC, {{seq}} DESC LIMIT ?", [*args, limit]
+        )
+        return [r[0] for r in rows]
+
     def prune_candidates(
         self, *, exclude: str | None, stored_before: str | None, limit: int, immune_importance: int,
         immune_access: int,
