@@ -64,6 +64,7 @@ def store_for(n: int) -> Path:
         t = time.perf_counter()
         build(path, n)
         print(f"built {n} insights in {time.perf_counter() - t:.0f}s: {path}", file=sys.stderr)
+    synth.upgrade(path)
     return path
 
 

@@ -265,7 +265,15 @@ def store_for(n: int, opts: Options = DEFAULT, name: str = "synth", progress: bo
         info = build(path, n, opts, progress=progress)
         meta.write_text(json.dumps({"n": n, "options": opts._asdict(), **info}))
         print(f"built {n:,} insights in {info['build_s']:.0f}s: {path}", file=sys.stderr)
+    upgrade(path)
     return path
+
+
+def upgrade(path: Path) -> None:
+    """Bring a cached store to this code's schema (its migrations), so benchmarks may open it read-only."""
+    from mnemon_core.store.sqlite import SQLiteStore
+
+    SQLiteStore(path).close()
 
 
 def build_info(path: Path) -> dict:
