@@ -26,18 +26,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 
 
-def one_run(store: Path, n: int, vectors: bool) -> dict[str, float]:
+def one_run(store: Path, n: int, vectors: bool) -> dict[str, Any]:
     """In a child process: the three phases on a copy of store; medians of CPU ms."""
-    sys.path.insert(0, str(HERE))
-    from synth import PresetEmbedder, queries
-
+    # mnemon_core first, from PYTHONPATH (the checkout under test): synth.py puts this checkout on sys.path.
     from mnemon_core import Memory
     from mnemon_core.recall.graph import graph_view
+
+    sys.path.insert(0, str(HERE))
+    from synth import PresetEmbedder, queries
 
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp) / "dd"
@@ -61,15 +63,19 @@ def one_run(store: Path, n: int, vectors: bool) -> dict[str, float]:
                 c = time.process_time()
                 mem.recall(q)
                 after.append(time.process_time() - c)
-    return {k: statistics.median(v) * 1000 for k, v in
-            (("warm", calm), ("after_remember", after), ("remember", remember))}
+    out: dict[str, Any] = {k: statistics.median(v) * 1000 for k, v in
+                           (("warm", calm), ("after_remember", after), ("remember", remember))}
+    out["code"] = str(Path(sys.modules["mnemon_core"].__file__ or "").parent.parent)
+    return out
 
 
 def spawn(code: Path, store: Path, n: int, vectors: bool) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(code), "MNEMON_DAEMON": "off"}
     cmd = [sys.executable, __file__, "--child", str(store), str(n), "1" if vectors else "0"]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
+    out = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
+    if Path(out.pop("code")) != code:
+        raise SystemExit(f"the run imported mnemon_core from elsewhere than {code}")
+    return out
 
 
 def main() -> None:
