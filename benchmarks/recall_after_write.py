@@ -5,7 +5,7 @@ between queries, so the ratio says what a write costs the next query.
 The store is `recall_speed.py`'s synthetic one (copied for each run: the runs write to it), opened with no
 embedder and with the benchmarks' preset embedder (384-d vectors; each remember adds one). Each run: 100 warm-up
 queries with the memo preloaded, then 100 recalls with no write, then 100 pairs of remember + recall; CPU time
-per call.
+per call, with one BLAS thread (OPENBLAS_NUM_THREADS=1 unless set).
 
     python benchmarks/recall_after_write.py                          # this checkout, 10k insights
     python benchmarks/recall_after_write.py --code /tmp/old --rounds 3 --sizes 1000,10000
@@ -70,7 +70,8 @@ def one_run(store: Path, n: int, vectors: bool) -> dict[str, Any]:
 
 
 def spawn(code: Path, store: Path, n: int, vectors: bool) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(code), "MNEMON_DAEMON": "off"}
+    # One BLAS thread, as recall_speed.py: OpenBLAS threads spin-wait and double the CPU time of a matrix product.
+    env = {"OPENBLAS_NUM_THREADS": "1", **os.environ, "PYTHONPATH": str(code), "MNEMON_DAEMON": "off"}
     cmd = [sys.executable, __file__, "--child", str(store), str(n), "1" if vectors else "0"]
     out = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
     if Path(out.pop("code")) != code:

@@ -18,6 +18,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
+from itertools import repeat
 
 import numpy as np
 
@@ -366,14 +367,14 @@ class GraphView:
     # ------------------------------------------------------------------ vectors
 
     def use_vectors(self, ids: list[str]) -> None:
-        """Rows of the vector matrix are `ids`; node → row mapping is rebuilt only when they change."""
-        if ids != self._vec_ids:
+        """Rows of the vector matrix are `ids`; node → row mapping is rebuilt only when they change (the store
+        hands out the same list until its vectors change)."""
+        if ids is not self._vec_ids and ids != self._vec_ids:
             self._vec_ids = ids
-            self._vec_row = {id_: r for r, id_ in enumerate(ids)}
+            self._vec_row = rows = dict(zip(ids, range(len(ids))))
             self._vecrow[:] = -1
-            rows = self._vec_row
-            for i, id_ in enumerate(self.ids):
-                self._vecrow[i] = rows.get(id_, -1)
+            n = len(self.ids)
+            self._vecrow[:n] = np.fromiter(map(rows.get, self.ids, repeat(-1)), dtype=np.int64, count=n)
 
     def vector_index(self) -> dict[str, int]:
         """id → row of the current vector matrix."""

@@ -36,9 +36,12 @@ class VectorCache:
         self._row: dict[str, int] = {}
         self._live = np.zeros(0, dtype=bool)
         self._n = 0
+        self._snapshot: tuple[list[str], np.ndarray] | None = None  # until the next change
 
     def apply(self, rows: list[tuple[str, bytes | None, str | None, bool]], high_water: int) -> None:
         """rows: (id, blob, model, active). A row of another model/dim or inactive is removed."""
+        if rows:
+            self._snapshot = None
         for id_, blob, model, active in rows:
             vec = None
             if active and blob is not None and model == self.model:
@@ -72,9 +75,14 @@ class VectorCache:
         return r
 
     def snapshot(self) -> tuple[list[str], np.ndarray]:
-        """(ids, matrix) of the live rows. The matrix is a view when nothing was deleted."""
-        live = self._live[: self._n]
-        if live.all():
-            return self._ids[:], self._mat[: self._n]
-        idx = np.flatnonzero(live)
-        return [self._ids[i] for i in idx], self._mat[idx]
+        """(ids, matrix) of the live rows, made once per change and shared by the callers until the next one
+        (they read it, never change it): with a deleted row it is a copy of the whole matrix, which a warm
+        process must not make on every query. The matrix is a view when nothing was deleted."""
+        if self._snapshot is None:
+            live = self._live[: self._n]
+            if live.all():
+                self._snapshot = self._ids[:], self._mat[: self._n]
+            else:
+                idx = np.flatnonzero(live)
+                self._snapshot = [self._ids[i] for i in idx.tolist()], self._mat[idx]
+        return self._snapshot
