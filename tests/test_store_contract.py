@@ -287,6 +287,11 @@ def test_vectors(filled: Store) -> None:
     assert np.array_equal(s.get_vector("a", "m4"), C)
     s.soft_delete(["c"], T2)
     assert s.vector_matrix("m4", 4)[0] == ["a", "b"] and s.vector_counts() == {"m4:4": 2, "other:2": 1}
+    ids, mat = s.vector_matrix("m4", 4)  # the same again (a snapshot made once per change)
+    assert ids == ["a", "b"] and np.allclose(mat, np.stack([C, B]), atol=1e-7)
+    s.set_vector("b", A, "m4")  # a change after the snapshot: the next one has it
+    ids, mat = s.vector_matrix("m4", 4)
+    assert ids == ["a", "b"] and np.allclose(mat, np.stack([C, A]), atol=1e-7)
 
 
 def test_ann_index_serves_from_the_threshold(
