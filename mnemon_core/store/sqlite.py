@@ -477,22 +477,23 @@ class SQLiteStore(SQLStore):
             yield self._insight(r)
 
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
-        # The deleted insights and every neighbour: their adjacency lists lose the edges removed here.
-        touched = list(ids)
-        for id_ in ids:
-            for row in self.db.execute("SELECT source_id, target_id FROM edges WHERE source_id = ? OR target_id = ?",
-                                       (id_, id_)):
-                touched.extend(row)
-        self._graph_write(touched)
-        for id_ in ids:
-            seq = self._next_vec_seq()
-            self.db.execute(
-                "UPDATE insights SET deleted_at = ?, updated_at = ?, "
-                "vec_seq = CASE WHEN embedding IS NULL THEN vec_seq ELSE ? END WHERE id = ?",
-                (now, now, seq, id_),
-            )
-            self.db.execute("DELETE FROM insights_bm25 WHERE rowid = (SELECT rowid FROM insights WHERE id = ?)", (id_,))
-            self.db.execute("DELETE FROM edges WHERE source_id = ? OR target_id = ?", (id_, id_))
+        with self.transaction():  # one commit, so the neighbours found by the DELETE join its journal entry
+            self._graph_write(ids)
+            for id_ in ids:
+                seq = self._next_vec_seq()
+                self.db.execute(
+                    "UPDATE insights SET deleted_at = ?, updated_at = ?, "
+                    "vec_seq = CASE WHEN embedding IS NULL THEN vec_seq ELSE ? END WHERE id = ?",
+                    (now, now, seq, id_),
+                )
+                self.db.execute(
+                    "DELETE FROM insights_bm25 WHERE rowid = (SELECT rowid FROM insights WHERE id = ?)", (id_,)
+                )
+                # Every neighbour's adjacency list loses the edges removed here.
+                for row in self.db.execute(
+                    "DELETE FROM edges WHERE source_id = ? OR target_id = ? RETURNING source_id, target_id", (id_, id_)
+                ).fetchall():
+                    self._journal.touch(row)
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
         self.db.executemany(
