@@ -11,6 +11,7 @@ engine (pydantic, numpy) is imported when a command runs, not for `--version`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -369,13 +370,25 @@ def _setup(a: argparse.Namespace) -> None:
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
     from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+    from .hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
         mem = memory(a)
         status = mem.status()
         return status.total_insights, status.edge_count, mem.settings.data_dir
 
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts))
+    def data_dir() -> Any:
+        from .config import UNSET, Settings
+
+        return Settings.resolve(data_dir=a.data_dir or UNSET, store=a.store or UNSET).data_dir
+
+    # The agent's commands name this executable with the data dir and store the hook was given.
+    command = cli_command()
+    if a.data_dir:
+        command += ["--data-dir", os.path.abspath(a.data_dir)]
+    if a.store:
+        command += ["--store", a.store]
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command))
 
 
 # ---------------------------------------------------------------- parser
@@ -537,7 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = cmd("setup", "Install the skill, the guide and hooks into coding-agent hosts (docs/agents.md)")
     s.add_argument("--target", nargs="+", action="extend", metavar="T",
-                   help="claude-code, codex, cursor, nanobot (default: the hosts detected)")
+                   help="claude-code, codex, cursor, nanobot, openclaw, pi, hermes, opencode (default: the hosts "
+                        "detected)")
     s.add_argument("--global", dest="is_global", action="store_true",
                    help="the user-wide config (~/.claude, ~/.codex, ...) instead of the project's")
     s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")

@@ -1,6 +1,8 @@
 """`mnemon setup` and `mnemon hook` against a temporary home and project: what each target installs, that a
 second install changes nothing, that foreign settings survive byte for byte, that eject takes only what is
-ours, and each installed hook run the way its host runs it (a shell command, JSON on stdin)."""
+ours, each installed hook run the way its host runs it (a shell command, JSON on stdin), the skill's commands
+run from a shell without mnemon on its PATH, and setup's check. The plugin hosts' own tests are in
+test_hosts_plugins.py, Hermes's in test_hosts_hermes.py."""
 
 from __future__ import annotations
 
@@ -13,14 +15,21 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
-from mnemon_core.hosts import hooks, setup
+from mnemon_core.hosts import check, hooks, setup
+from mnemon_core.hosts.base import plan_install, skill_text
 from mnemon_core.hosts.jsonc import parse
-from mnemon_core.hosts.prompts import GUIDE, SKILL
+from mnemon_core.hosts.prompts import GUIDE, SKILL, cli_command, name_executable
 
 TARGETS = ["claude-code", "codex", "cursor", "nanobot"]
+EVERY = [*TARGETS, "openclaw", "pi", "hermes", "opencode"]
 HOOKED = ["claude-code", "codex", "cursor"]
 DIRS = {"claude-code": ".claude", "codex": ".codex", "cursor": ".cursor", "nanobot": ".nanobot"}
-SETTINGS = {"claude-code": "settings.json", "codex": "hooks.json", "cursor": "hooks.json"}
+SETTINGS = {"claude-code": "settings.json", "codex": "hooks.json", "cursor": "hooks.json", "hermes": "config.yaml"}
+# Where each target installs without --global: the project, or the one directory the host reads.
+WHERE = {**{t: ("project", d) for t, d in DIRS.items()}, "openclaw": ("home", ".openclaw"), "pi": ("project", ".pi"),
+         "hermes": ("home", ".hermes"), "opencode": ("project", ".opencode")}
+HOST_VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCLAW_STATE_DIR", "PI_CODING_AGENT_DIR", "HERMES_HOME",
+                  "XDG_CONFIG_HOME")
 # The events each target registers by default (prime, remind, nudge; compact is off unless chosen).
 EVENTS = {
     "claude-code": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
@@ -68,7 +77,7 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path):
         d.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+    for name in HOST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(project)
 
@@ -82,6 +91,21 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path):
 
 def mnemon(h, *args: str, input: str = "", env: dict[str, str] | None = None):
     return run_cli(*args, cwd=h.project, input=input, env=env)
+
+
+def cfg_of(h, target: str) -> Path:
+    base, name = WHERE[target]
+    return getattr(h, base) / name
+
+
+def command(h) -> list[str]:
+    """How the hooks, the plugins and the skill run mnemon in these tests: this interpreter's `mnemon`, with the
+    data dir (setup writes it into them because $MNEMON_DATA_DIR is set)."""
+    return [*cli_command(), "--data-dir", str(h.data)]
+
+
+def both(h) -> dict[str, bytes]:
+    return {**{f"home/{k}": v for k, v in tree(h.home).items()}, **{f"project/{k}": v for k, v in tree(h.project).items()}}
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -122,12 +146,13 @@ def test_install_writes_the_skill_the_prompts_and_the_hooks(host, target: str) -
     r = mnemon(host, "setup", "--target", target)
     assert r.code == 0 and r.err == "", r.err
     cfg = host.project / DIRS[target]
-    assert (cfg / "skills" / "mnemon" / "SKILL.md").read_text() == SKILL
+    assert (cfg / "skills" / "mnemon" / "SKILL.md").read_text() == skill_text(command(host))
     assert (host.data / "prompt" / "guide.md").read_text() == GUIDE
     assert (host.data / "prompt" / "skill.md").read_text() == SKILL
     assert (host.data / "data" / "default" / "mnemon.db").is_file()  # the store the hooks read
     assert f"{cfg}/skills/mnemon/SKILL.md" in r.out and 'Store     "default" (created)' in r.out
     assert r.out.rstrip().endswith(f"Remove with: mnemon setup --eject --target {target}")
+    assert f"Check     {setup.TARGETS[target].display}: ok: " in r.out
     if target == "nanobot":
         assert not (cfg / "hooks").exists()
         return
@@ -142,7 +167,7 @@ def test_install_writes_the_skill_the_prompts_and_the_hooks(host, target: str) -
         lines = path.read_text().splitlines()
         assert lines[0] == "#!/bin/sh" and len(lines) == 2  # one line: the CLI by absolute path
         phase = {v: k for k, v in hooks_scripts().items()}[script]
-        assert lines[1] == (f"exec {sys.executable} -m mnemon_core hook {phase} --host {target} "
+        assert lines[1] == (f"exec {' '.join(cli_command())} hook {phase} --host {target} "
                             f"--data-dir {host.data}  # written by mnemon setup")
         assert os.access(path, os.X_OK)
     if target == "cursor":
@@ -157,13 +182,14 @@ def hooks_scripts() -> dict[str, str]:
     return SCRIPTS
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", EVERY)
 def test_install_twice_changes_nothing(host, target: str) -> None:
     assert mnemon(host, "setup", "--target", target).code == 0
-    first = tree(host.project)
+    first = both(host)
+    assert first and all(k.startswith(f"{WHERE[target][0]}/{WHERE[target][1]}/") for k in first)
     r = mnemon(host, "setup", "--target", target)
     assert r.code == 0 and 'Store     "default"\n' in r.out and "guide.md kept" in r.out
-    assert tree(host.project) == first  # one set of entries, the same bytes
+    assert both(host) == first  # one set of entries, the same bytes
 
 
 @pytest.mark.parametrize("target", HOOKED)
@@ -186,24 +212,39 @@ def test_foreign_settings_stay_byte_for_byte_and_eject_restores_them(host, targe
     assert sorted(p.name for p in cfg.iterdir()) == [SETTINGS[target]]  # nothing else of ours is left
 
 
-@pytest.mark.parametrize("target", TARGETS)
+# Files of another tool beside where each target puts its own.
+NEIGHBOURS = {"claude-code": "hooks/theirs.sh", "codex": "hooks/theirs.sh", "cursor": "hooks/theirs.sh",
+              "nanobot": "AGENTS.md", "openclaw": "extensions/theirs/index.js", "pi": "extensions/custom.ts",
+              "hermes": "agent-hooks/theirs.sh", "opencode": "plugins/theirs.js"}
+
+
+@pytest.mark.parametrize("target", EVERY)
 def test_eject_removes_only_what_mnemon_wrote(host, target: str) -> None:
-    cfg = host.project / DIRS[target]
-    (cfg / "skills" / "theirs").mkdir(parents=True)
-    (cfg / "skills" / "theirs" / "SKILL.md").write_text("their skill\n")
+    cfg = cfg_of(host, target)
+    for rel in ("skills/theirs/SKILL.md", NEIGHBOURS[target]):
+        (cfg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (cfg / rel).write_text(f"their {rel}\n")
     assert mnemon(host, "setup", "--target", target).code == 0
     (cfg / "skills" / "mnemon" / "notes.md").write_text("my notes next to the skill\n")
-    theirs = {k: v for k, v in tree(cfg).items()
-              if k.endswith("notes.md") or "mnemon/" not in k and k != SETTINGS.get(target)}
+    theirs = {k: v for k, v in tree(cfg).items() if k.startswith("skills/theirs/") or k.endswith(
+        ("notes.md", NEIGHBOURS[target]))}
     r = mnemon(host, "setup", "--eject", "--target", target)
     assert r.code == 0, r.err
     assert tree(cfg) == theirs  # their files, byte for byte; ours gone
     assert (cfg / "skills" / "mnemon").is_dir()  # it still holds their file
-    assert not (cfg / "hooks").exists()  # created by setup, empty again
+    # Every directory setup created is gone again: what is left holds their files.
+    assert all(any(p.is_file() for p in d.rglob("*")) for d in cfg.rglob("*") if d.is_dir())
     assert not (cfg / SETTINGS.get(target, "-")).exists()  # a settings file setup created and emptied
     assert (host.data / "prompt" / "guide.md").is_file()  # shared by every host: stays
     again = mnemon(host, "setup", "--eject", "--target", target)
     assert again.code == 0 and "nothing of mnemon's there" in again.out and tree(cfg) == theirs
+
+
+@pytest.mark.parametrize("target", EVERY)
+def test_setup_then_eject_leaves_no_trace_in_a_fresh_home(host, target: str) -> None:
+    assert mnemon(host, "setup", "--target", target).code == 0
+    assert mnemon(host, "setup", "--eject", "--target", target).code == 0
+    assert both(host) == {} and list(host.home.iterdir()) == [] and list(host.project.iterdir()) == []
 
 
 def test_eject_keeps_a_settings_file_it_did_not_create_even_when_empty(host) -> None:
@@ -251,7 +292,8 @@ def test_settings_that_cannot_be_read_are_left_alone(host, text: str, error: str
 
 def test_bad_setup_flags(host) -> None:
     r = mnemon(host, "setup", "--target", "vim")
-    assert (r.code, r.out, r.err) == (1, "", 'Error: invalid target "vim" (must be claude-code, codex, cursor or nanobot)\n')
+    assert (r.code, r.out, r.err) == (1, "", 'Error: invalid target "vim" (must be claude-code, codex, cursor, '
+                                      'nanobot, openclaw, pi, hermes or opencode)\n')
     r = mnemon(host, "setup", "--readonly", "--target", "codex")
     assert (r.code, r.err) == (1, "Error: setup is unavailable with --readonly: database writes are disabled\n")
     assert tree(host.project) == {} and not host.data.exists()
@@ -263,7 +305,8 @@ def test_bad_setup_flags(host) -> None:
 def test_detection_without_target(host) -> None:
     r = mnemon(host, "setup")
     assert r.code == 0
-    assert r.out == "No supported host found (Claude Code, Codex, Cursor, Nanobot); name one with --target.\n"
+    assert r.out == ("No supported host found (Claude Code, Codex, Cursor, Nanobot, OpenClaw, Pi, Hermes, OpenCode); "
+                     "name one with --target.\n")
     assert tree(host.project) == {}
     (host.home / ".codex").mkdir()  # a user config dir: Codex is there
     (host.bin / "claude").write_text("#!/bin/sh\n")
@@ -348,7 +391,7 @@ def test_claude_code_hooks(host) -> None:
     p = run_as_host(host, cmd["SessionStart"], {"hook_event_name": "SessionStart", "source": "startup"})
     assert (p.returncode, p.stderr) == (0, "")
     line = f"[mnemon] Memory active ({status['total_insights']} insights, {status['edge_count']} edges).\n"
-    assert status["total_insights"] == 2 and p.stdout == line + GUIDE
+    assert status["total_insights"] == 2 and p.stdout == line + name_executable(GUIDE, command(host))
     p = run_as_host(host, cmd["UserPromptSubmit"], {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     assert (p.returncode, p.stdout, p.stderr) == (0, hooks.REMIND + "\n", "")
     stop = {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Refactored the parser."}
@@ -368,7 +411,7 @@ def test_codex_hooks(host) -> None:
     p = run_as_host(host, cmd["SessionStart"], {"hook_event_name": "SessionStart", "source": "startup"})
     line = f"[mnemon] Memory active (2 insights, {status['edge_count']} edges).\n"
     assert p.returncode == 0 and json.loads(p.stdout) == {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": line + GUIDE}}
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": line + name_executable(GUIDE, command(host))}}
     assert p.stdout.count("\n") == 1  # one JSON object on one line, nothing else
     p = run_as_host(host, cmd["UserPromptSubmit"], {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     assert json.loads(p.stdout) == {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
@@ -385,7 +428,7 @@ def test_cursor_hooks(host) -> None:
     cmd = {e: c[0] for e, c in commands(host.project / ".cursor/hooks.json", "cursor").items()}
     p = run_as_host(host, cmd["sessionStart"], {"hook_event_name": "sessionStart", "session_id": "s1"})
     assert p.returncode == 0 and json.loads(p.stdout) == {
-        "additional_context": "[mnemon] Memory active (0 insights, 0 edges).\n" + GUIDE}
+        "additional_context": "[mnemon] Memory active (0 insights, 0 edges).\n" + name_executable(GUIDE, command(host))}
     p = run_as_host(host, cmd["stop"], {"hook_event_name": "stop", "status": "completed", "loop_count": 0})
     assert json.loads(p.stdout) == {"followup_message": hooks.NUDGE}
     p = run_as_host(host, cmd["stop"], {"hook_event_name": "stop", "status": "completed", "loop_count": 1})
