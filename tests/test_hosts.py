@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,21 +16,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli
+from hostenv import (DIRS, EVERY, HOOKED, SETTINGS, TARGETS, WHERE, both, cfg_of, command, commands, host,
+                     inserted_only, mnemon, remember_two, run_as_host, tree)
 from mnemon_core.hosts import check, hooks, setup
 from mnemon_core.hosts.base import plan_install, skill_text
 from mnemon_core.hosts.jsonc import parse
 from mnemon_core.hosts.prompts import GUIDE, SKILL, cli_command, name_executable
 
-TARGETS = ["claude-code", "codex", "cursor", "nanobot"]
-EVERY = [*TARGETS, "openclaw", "pi", "hermes", "opencode"]
-HOOKED = ["claude-code", "codex", "cursor"]
-DIRS = {"claude-code": ".claude", "codex": ".codex", "cursor": ".cursor", "nanobot": ".nanobot"}
-SETTINGS = {"claude-code": "settings.json", "codex": "hooks.json", "cursor": "hooks.json", "hermes": "config.yaml"}
-# Where each target installs without --global: the project, or the one directory the host reads.
-WHERE = {**{t: ("project", d) for t, d in DIRS.items()}, "openclaw": ("home", ".openclaw"), "pi": ("project", ".pi"),
-         "hermes": ("home", ".hermes"), "opencode": ("project", ".opencode")}
-HOST_VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENCLAW_STATE_DIR", "PI_CODING_AGENT_DIR", "HERMES_HOME",
-                  "XDG_CONFIG_HOME")
 # The events each target registers by default (prime, remind, nudge; compact is off unless chosen).
 EVENTS = {
     "claude-code": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
@@ -67,75 +60,6 @@ FOREIGN = {
 }
 """,
 }
-
-
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path):
-    """A home and a project of their own; PATH holds no host binary (tests put fakes in `bin`)."""
-    home, project, bin_dir = tmp_path / "home", tmp_path / "project", tmp_path / "bin"
-    for d in (home, project, bin_dir):
-        d.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    for name in HOST_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(project)
-
-    class Host:
-        pass
-
-    h = Host()
-    h.home, h.project, h.bin, h.data = home, project, bin_dir, data_dir
-    return h
-
-
-def mnemon(h, *args: str, input: str = "", env: dict[str, str] | None = None):
-    return run_cli(*args, cwd=h.project, input=input, env=env)
-
-
-def cfg_of(h, target: str) -> Path:
-    base, name = WHERE[target]
-    return getattr(h, base) / name
-
-
-def command(h) -> list[str]:
-    """How the hooks, the plugins and the skill run mnemon in these tests: this interpreter's `mnemon`, with the
-    data dir (setup writes it into them because $MNEMON_DATA_DIR is set)."""
-    return [*cli_command(), "--data-dir", str(h.data)]
-
-
-def both(h) -> dict[str, bytes]:
-    return {**{f"home/{k}": v for k, v in tree(h.home).items()}, **{f"project/{k}": v for k, v in tree(h.project).items()}}
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def commands(path: Path, target: str) -> dict[str, list[str]]:
-    """event -> the commands registered for it."""
-    value = parse(path.read_text()).plain()
-    out: dict[str, list[str]] = {}
-    for event, entries in value.get("hooks", {}).items():
-        for e in entries:
-            for hook in (e["hooks"] if target != "cursor" else [e]):
-                out.setdefault(event, []).append(hook["command"])
-    return out
-
-
-def inserted_only(original: str, changed: str) -> bool:
-    rest = iter(changed)
-    return all(c in rest for c in original)  # `in` advances the iterator: a subsequence test
-
-
-def run_as_host(h, command: str, payload: dict | str | None, env: dict[str, str] | None = None):
-    """A host runs a hook as a shell command with its JSON on stdin (Claude Code sets CLAUDE_PROJECT_DIR)."""
-    full = dict(os.environ, PYTHONPATH=str(ROOT), CLAUDE_PROJECT_DIR=str(h.project), **(env or {}))
-    text = payload if isinstance(payload, str) else "" if payload is None else json.dumps(payload)
-    sub = h.project / "src"
-    sub.mkdir(exist_ok=True)
-    return subprocess.run(["sh", "-c", command], input=text, capture_output=True, text=True, env=full,
-                          cwd=sub, timeout=120)  # from a subdirectory: the command must not depend on cwd
 
 
 # ---------------------------------------------------------------- install
@@ -378,12 +302,6 @@ def test_an_edited_guide_is_kept_and_primed(host) -> None:
 # ---------------------------------------------------------------- the hooks, run as each host runs them
 
 
-def remember_two(h, store_args: tuple[str, ...] = ()) -> dict:
-    for c in ("Alice chose Qdrant for the vector store", "Alice prefers short answers"):
-        assert mnemon(h, *store_args, "remember", c, "--entities", "Alice").code == 0
-    return mnemon(h, *store_args, "status").json()
-
-
 def test_claude_code_hooks(host) -> None:
     assert mnemon(host, "setup", "--target", "claude-code").code == 0
     status = remember_two(host)
@@ -476,3 +394,133 @@ def test_hooks_that_need_no_store_do_not_load_the_engine() -> None:
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "[]"
+
+
+# ---------------------------------------------------------------- the commands the agent is told to run
+
+# Values for the skill's placeholders, so its example commands run as an agent would fill them in.
+FILLED = {'"<fact>"': '"Alice prefers short answers"', "<category>": "preference", "<1-5>": "3",
+          '"<query>"': '"Alice answers"'}
+
+
+def skill_commands(skill: str) -> list[str]:
+    """The runnable lines of the skill's command block, placeholders filled in (those naming an id, which
+    depend on an earlier answer, and the `store` synopsis are left out)."""
+    block = skill.split("```bash\n", 1)[1].split("```", 1)[0]
+    out = []
+    for line in block.splitlines():
+        for placeholder, value in FILLED.items():
+            line = line.replace(placeholder, value)
+        if "<" not in line and "|" not in line:
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("target", EVERY)
+def test_the_skills_commands_run_in_a_shell_without_mnemon_on_its_path(host, target: str) -> None:
+    assert mnemon(host, "setup", "--target", target).code == 0
+    skill = (cfg_of(host, target) / "skills/mnemon/SKILL.md").read_text()
+    lines = skill_commands(skill)
+    words = {line.split()[len(command(host))] for line in lines}
+    assert words == {"remember", "recall", "search", "gc", "status", "log"}
+    bare = {"PATH": os.defpath, "PYTHONPATH": ""}  # the agent's shell: no virtualenv, no source checkout
+    for line in lines:
+        p = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120, cwd=host.project,
+                           env={**os.environ, **bare})
+        assert p.returncode == 0, (line, p.stderr)
+        assert p.stderr == "" and p.stdout.strip()
+    status = json.loads(subprocess.run(["sh", "-c", lines[-2]], capture_output=True, text=True, timeout=120,
+                                       env={**os.environ, **bare}).stdout)
+    assert status["total_insights"] == 1  # the remember above reached the store the hooks read
+
+
+def test_the_guide_the_prime_hook_prints_names_the_executable(host) -> None:
+    assert mnemon(host, "setup", "--target", "codex").code == 0
+    prime = commands(host.project / ".codex/hooks.json", "codex")["SessionStart"][0]
+    context = json.loads(run_as_host(host, prime, {}).stdout)["hookSpecificOutput"]["additionalContext"]
+    line = next(x.strip() for x in context.splitlines() if x.strip().endswith('"<focused keywords>" --limit 5'))
+    assert line == " ".join([*command(host), "recall", '"<focused keywords>"', "--limit", "5"])
+    p = subprocess.run(["sh", "-c", line.replace("<focused keywords>", "anything")], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "PATH": os.defpath, "PYTHONPATH": ""})
+    assert p.returncode == 0 and json.loads(p.stdout)["results"] == []
+
+
+def test_prose_about_mnemon_is_left_as_it_is() -> None:
+    text = "Use the mnemon skill.\n# mnemon\n    mnemon recall x\n`mnemon show 1` and mnemon alone\n"
+    assert name_executable(text, ["/v/bin/mnemon", "--store", "w"]) == (
+        "Use the mnemon skill.\n# mnemon\n    /v/bin/mnemon --store w recall x\n`/v/bin/mnemon --store w show 1` and "
+        "mnemon alone\n")
+    assert name_executable("`mnemon recall q`", ["/a b/mnemon"]) == "`'/a b/mnemon' recall q`"
+
+
+# ---------------------------------------------------------------- the check after setup, and PATH
+
+
+def test_setup_checks_every_target_through_what_it_installed(host) -> None:
+    r = mnemon(host, "setup", "--target", *EVERY)
+    assert r.code == 0, r.err
+    checks = [line for line in r.out.splitlines() if line.startswith("Check ")]
+    expected = {"claude-code": "wrote 4 file(s) and 3 hook(s) in settings.json; the prime hook ran",
+                "codex": "wrote 4 file(s) and 3 hook(s) in hooks.json; the prime hook ran",
+                "cursor": "wrote 3 file(s) and 2 hook(s) in hooks.json; the prime hook ran",
+                "nanobot": "wrote 1 file(s)", "openclaw": "wrote 4 file(s); the prime hook ran",
+                "pi": "wrote 2 file(s); the prime hook ran",
+                "hermes": "wrote 4 file(s) and 3 hook(s) in config.yaml; the prime hook ran",
+                "opencode": "wrote 2 file(s); the prime hook ran"}
+    assert checks == [f"Check     {setup.TARGETS[t].display}: ok: {expected[t]}; mnemon status answered (0 insights)"
+                      for t in EVERY]
+    assert r.out.splitlines()[-2] == check.path_advice(cli_command())
+
+
+def test_a_check_that_fails_is_reported_and_fails_setup(host, monkeypatch) -> None:
+    assert mnemon(host, "setup", "--target", "claude-code").code == 0
+    script = host.project / ".claude/hooks/mnemon/prime.sh"
+    script.write_text("#!/bin/sh\necho 'Error: store is locked' >&2\nexit 3  # written by mnemon setup\n")
+    plan = plan_install(setup.TARGETS["claude-code"], host.project / ".claude", {}, cli_command(), [], False)
+    ok, line = check.trial(plan, cli_command(), [])
+    assert (ok, line) == (False, "wrote 2 file(s) and 1 hook(s) in settings.json; the prime hook failed (exit 3): "
+                                 "Error: store is locked")
+    # Through `mnemon setup`: the report on stdout, one error line, exit 1.
+    monkeypatch.setattr(setup, "trial", lambda plan, cli, options: (False, "the prime hook failed (exit 3): x"))
+    import argparse
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    a = argparse.Namespace(readonly=False, data_dir=None, store=None, database_url=None, yes=True,
+                           target=["cursor"], is_global=False, eject=False)
+    with contextlib.redirect_stdout(out), pytest.raises(Exception) as e:
+        setup.main(a)
+    assert str(e.value) == "the check after setup failed for cursor (see above)"
+    assert "Check     Cursor: FAILED: the prime hook failed (exit 3): x\n" in out.getvalue()
+
+
+def test_path_advice(host, tmp_path: Path) -> None:
+    cli = cli_command()
+    assert check.path_advice(cli) == (
+        f"PATH      no mnemon on PATH: the skill and the guide name {cli[0]}, so the agent's commands work as "
+        f"written; add {os.path.dirname(cli[0])} to PATH to type mnemon yourself")
+    other = host.bin / "mnemon"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    assert check.path_advice(cli) == (
+        f"PATH      mnemon on PATH is {other}, another installation: the skill and the guide name {cli[0]}, so "
+        f"the agent's commands work as written; put {os.path.dirname(cli[0])} first in PATH to type this one")
+    other.unlink()
+    other.symlink_to(cli[0])
+    assert check.path_advice(cli) == f"PATH      mnemon on PATH is this installation ({cli[0]})"
+    python = [sys.executable, "-m", "mnemon_core"]  # no entry point: nothing to add to PATH
+    assert check.path_advice(python).endswith("so the agent's commands work as written")
+
+
+def test_nothing_setup_writes_holds_a_secret_a_memory_or_a_foreign_path(host) -> None:
+    secret = {"MNEMON_EMBED_API_KEY": "sk-do-not-write-me"}
+    assert mnemon(host, "remember", "Alice's door code is 4711-secret", env=secret).code == 0
+    assert mnemon(host, "setup", "--target", *EVERY, env=secret).code == 0
+    written = both(host)
+    allowed = (str(host.home), str(host.project), str(host.data), os.path.dirname(cli_command()[0]), "/bin/sh")
+    for name, data in written.items():
+        text = data.decode().replace('"$CLAUDE_PROJECT_DIR"/', "")  # relative to the project
+        assert "sk-do-not-write-me" not in text and "4711" not in text, name
+        for path in re.findall(r"(?<![\w.:/-])/[\w.+-]+(?:/[\w.+-]+)+", text):
+            assert path.startswith(allowed), (name, path)
