@@ -149,7 +149,8 @@ def _refuse_foreign(path: Path) -> None:
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+    """The file's text as it is: bytes decoded, CRLF line ends kept (text mode would turn them into LF)."""
+    return path.read_bytes().decode("utf-8") if path.exists() else ""
 
 
 def _missing_dirs(cfg: Path, path: Path) -> set[str]:
