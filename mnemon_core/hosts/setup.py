@@ -4,7 +4,7 @@ Without `--target`: the hosts detected (binary on PATH or user config dir presen
 mnemon is installed), each confirmed interactively on a terminal, all of them with `--yes` or without a
 terminal. Every target's changes are planned first, so a settings file that cannot be parsed or a file that
 is someone else's stops the whole run before anything is written. After an install, the prompt files
-(`<data dir>/prompt/`) and the store the hooks use exist.
+(`<data dir>/prompt/`) and the store the hooks use exist, and each target is tried (check.py).
 """
 
 from __future__ import annotations
