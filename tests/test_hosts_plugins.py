@@ -49,6 +49,15 @@ def prime(h, insights: int = 0) -> str:
     return hooks.prime_text(insights, status["edge_count"], h.data, command(h))
 
 
+def drive(h, target: str, script: str) -> tuple[Any, str, str]:
+    """Install `target` with every phase, run `script` on its plugin (the script remembers one memory after its
+    first step); returns what it printed and the prime texts before and after that memory."""
+    plugin = install_all_phases(h, target)
+    before = prime(h)
+    out = node(h, script, plugin)
+    return out, before, prime(h, 1)
+
+
 # ---------------------------------------------------------------- what setup writes
 
 
@@ -148,10 +157,7 @@ console.log(JSON.stringify(out));
 
 @needs_node
 def test_openclaw_plugin(host) -> None:
-    plugin = install_all_phases(host, "openclaw")
-    p0 = prime(host)
-    out = node(host, OPENCLAW, plugin)
-    p1 = prime(host, 1)
+    out, p0, p1 = drive(host, "openclaw", OPENCLAW)
     assert out == [
         {"appendSystemContext": p0, "prependContext": REMIND},
         {"appendSystemContext": p0, "prependContext": f"{REMIND}\n\n{NUDGE_NEXT}"},  # once per session
@@ -191,10 +197,7 @@ console.log(JSON.stringify(out));
 
 @needs_node
 def test_pi_extension(host) -> None:
-    plugin = install_all_phases(host, "pi")
-    p0 = prime(host)
-    out = node(host, PI, plugin)
-    p1 = prime(host, 1)
+    out, p0, p1 = drive(host, "pi", PI)
     assert out == [
         {"systemPrompt": "\n\n".join(["BASE", p0, REMIND])},
         {"systemPrompt": "\n\n".join(["BASE", p0, REMIND, NUDGE_NEXT])},  # guide once a session, not stacked
@@ -236,10 +239,7 @@ console.log(JSON.stringify(out));
 
 @needs_node
 def test_opencode_plugin(host) -> None:
-    plugin = install_all_phases(host, "opencode")
-    p0 = prime(host)
-    out = node(host, OPENCODE, plugin)
-    p1 = prime(host, 1)
+    out, p0, p1 = drive(host, "opencode", OPENCODE)
     assert out == [
         ["BASE", p0], ["BASE", p0], ["BASE"],  # once per session; no session, no guide
         [{"id": "p-m1", "type": "text", "text": "hi"},
