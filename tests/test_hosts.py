@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -460,6 +461,20 @@ def test_the_guide_the_prime_hook_prints_names_the_executable(host) -> None:
     p = subprocess.run(["sh", "-c", line.replace("<focused keywords>", "anything")], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "PATH": os.defpath, "PYTHONPATH": ""})
     assert p.returncode == 0 and json.loads(p.stdout)["results"] == []
+
+
+def test_the_guide_names_this_executable_when_the_engine_serves_the_hook(host, cli_both_ways) -> None:
+    """The resident engine runs the hook with its own argv: the executable is found beside the interpreter."""
+    assert mnemon(host, "setup", "--target", "cursor").code == 0
+    prime = commands(host.project / ".cursor/hooks.json", "cursor")["sessionStart"][0]
+    first = run_as_host(host, prime, {}).stdout  # with the engine on, this call starts it
+    if cli_both_ways == "engine":
+        deadline = time.monotonic() + 60
+        while not json.loads(mnemon(host, "daemon", "status").out)["running"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+    served = run_as_host(host, prime, {}).stdout
+    assert first == served
+    assert json.loads(served)["additional_context"] == hooks.prime_text(0, 0, host.data, command(host))
 
 
 def test_prose_about_mnemon_is_left_as_it_is() -> None:
