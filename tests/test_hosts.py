@@ -517,11 +517,11 @@ def test_a_check_that_fails_is_reported_and_fails_setup(host, monkeypatch) -> No
     script = host.project / ".claude/hooks/mnemon/prime.sh"
     script.write_text("#!/bin/sh\necho 'Error: store is locked' >&2\nexit 3  # written by mnemon setup\n")
     plan = plan_install(setup.TARGETS["claude-code"], host.project / ".claude", {}, cli_command(), [], False)
-    ok, line = check.trial(plan, cli_command(), [])
+    [(ok, line)] = check.trials([plan], cli_command(), [])
     assert (ok, line) == (False, "wrote 2 file(s) and 1 hook(s) in settings.json; the prime hook failed (exit 3): "
                                  "Error: store is locked")
     # Through `mnemon setup`: the report on stdout, one error line, exit 1.
-    monkeypatch.setattr(setup, "trial", lambda plan, cli, options: (False, "the prime hook failed (exit 3): x"))
+    monkeypatch.setattr(setup, "trials", lambda plans, cli, options: [(False, "the prime hook failed (exit 3): x")])
     import argparse
     import contextlib
     import io

@@ -44,36 +44,43 @@ def _failure(what: str, code: int, err: str) -> str:
     return f"{what} failed (exit {code}): {lines[-1] if lines else 'no output'}"
 
 
-def trial(plan: Plan, cli: list[str], options: list[str]) -> tuple[bool, str]:
-    """(ok, the line) for one installed target."""
+def _prime_argv(plan: Plan, cli: list[str], options: list[str]) -> list[str] | None:
     target = plan.target
-    files = sum(1 for path, _, _ in plan.write if not path.name.startswith("."))
-    wrote = f"{files} file(s)" + (f" and {plan.hooks} hook(s) in {target.settings_file}" if plan.settings else "")
-    steps = [f"wrote {wrote}"]
     if target.plugin:  # what the plugin runs
-        argv = [*cli, *options, "hook", "prime", "--host", target.name]
-    elif target.phases:  # what the host runs
-        argv = [str(target.scripts_dir(plan.cfg) / SCRIPTS["prime"])]
-    else:
-        argv = []
-    # Both at once: each starts a Python that opens the store.
+        return [*cli, *options, "hook", "prime", "--host", target.name]
+    if target.phases:  # what the host runs
+        return [str(target.scripts_dir(plan.cfg) / SCRIPTS["prime"])]
+    return None  # a skill only
+
+
+def trials(plans: list[Plan], cli: list[str], options: list[str]) -> list[tuple[bool, str]]:
+    """(ok, the line) for each installed target. The processes run at once (each is a Python that opens the
+    store); `mnemon status` is the same command for every target, so it runs once."""
     status = _start([*cli, *options, "status"])
-    prime = _start(argv) if argv else None
-    if prime is not None:
-        code, out, err = _result(prime, json.dumps(dict(target.check)))
-        if code != 0 or PRIME_START not in out:
-            _result(status)
-            return False, f"{'; '.join(steps)}; " + _failure("the prime hook", code, err)
-        steps.append("the prime hook ran")
+    primes = [(_start(argv), json.dumps(dict(plan.target.check))) if (argv := _prime_argv(plan, cli, options))
+              else None for plan in plans]
+    primed = [_result(*p) if p is not None else None for p in primes]
     code, out, err = _result(status)
     try:
         insights = json.loads(out)["total_insights"] if code == 0 else None
     except (ValueError, KeyError, TypeError):
         insights = None
-    if insights is None:
-        return False, f"{'; '.join(steps)}; " + _failure("mnemon status", code, err)
-    steps.append(f"mnemon status answered ({insights} insights)")
-    return True, "; ".join(steps)
+    answered = (f"mnemon status answered ({insights} insights)" if insights is not None
+                else _failure("mnemon status", code, err))
+    out_lines = []
+    for plan, prime in zip(plans, primed):
+        files = sum(1 for path, _, _ in plan.write if not path.name.startswith("."))
+        steps = [f"wrote {files} file(s)"
+                 + (f" and {plan.hooks} hook(s) in {plan.target.settings_file}" if plan.settings else "")]
+        ok = insights is not None
+        if prime is not None:
+            p_code, p_out, p_err = prime
+            if p_code != 0 or PRIME_START not in p_out:
+                out_lines.append((False, "; ".join([*steps, _failure("the prime hook", p_code, p_err)])))
+                continue
+            steps.append("the prime hook ran")
+        out_lines.append((ok, "; ".join([*steps, answered])))
+    return out_lines
 
 
 def path_advice(cli: list[str]) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import ReadOnlyError, ValidationError
 from . import claude_code, codex, cursor, hermes, nanobot, openclaw, opencode, pi
 from .base import OPTIONAL_DEFAULTS, Plan, Target, installed, plan_eject, plan_install
-from .check import path_advice, trial
+from .check import path_advice, trials
 from .prompts import cli_command, write_prompt_files
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
@@ -31,8 +31,8 @@ PHASE_HELP = {
 }
 
 Ask = Callable[[str, bool], bool]
-# After an install: (ok, one line) for a target, given the executable and the options the hooks run with.
-Check = Callable[[Plan, list[str], list[str]], tuple[bool, str]]
+# After an install: (ok, one line) for each target, given the executable and the options the hooks run with.
+Check = Callable[[list[Plan], list[str], list[str]], list[tuple[bool, str]]]
 
 
 def tty_ask(question: str, default: bool) -> bool:
@@ -103,12 +103,11 @@ def run(names: list[str] | None, *, is_global: bool, eject: bool, data_dir: Path
     if not eject and plans:
         if ensure_store is not None:
             lines.append(ensure_store())
-        for plan in plans if check is not None else ():
-            ok, line = check(plan, cli, options)
-            lines.append(f"Check     {plan.target.display}: " + ("ok: " if ok else "FAILED: ") + line)
-            if not ok and failed is not None:
-                failed.append(plan.target.name)
         if check is not None:
+            for plan, (ok, line) in zip(plans, check(plans, cli, options)):
+                lines.append(f"Check     {plan.target.display}: " + ("ok: " if ok else "FAILED: ") + line)
+                if not ok and failed is not None:
+                    failed.append(plan.target.name)
             lines.append(path_advice(cli))
         names = " ".join(p.target.name for p in plans)
         lines.append(f"Remove with: mnemon setup --eject --target {names}"
@@ -144,7 +143,7 @@ def main(a: argparse.Namespace) -> str:
 
     failed: list[str] = []
     lines = run(a.target, is_global=a.is_global, eject=a.eject, data_dir=settings.data_dir, options=options,
-                ask=ask, ensure_store=ensure_store, check=trial, failed=failed)
+                ask=ask, ensure_store=ensure_store, check=trials, failed=failed)
     if failed:  # installed, but a hook does not run: say so on stdout, fail the command
         sys.stdout.write("\n".join(lines) + "\n")
         raise ValidationError(f"the check after setup failed for {', '.join(failed)} (see above)", field="setup")
