@@ -510,11 +510,11 @@ def test_daemon_start_that_cannot_start_fails(engine_on: Path) -> None:
 
 
 def test_a_connection_that_never_sends_does_not_keep_the_engine_alive(engine_on: Path) -> None:
-    pid = started(engine_on, {"MNEMON_DAEMON_IDLE": "1"})
+    pid = started(engine_on, {"MNEMON_DAEMON_IDLE": "5"})
     idle = socket.socket(socket.AF_UNIX)
     idle.connect(client.socket_path(engine_on))  # connects, never sends
     try:
-        assert wait_gone(pid)
+        assert wait_gone(pid, 30.0)
     finally:
         idle.close()
 
