@@ -54,7 +54,7 @@ class MissingExtraError(MnemonError, ImportError):
     """An optional dependency is not installed; says which extra brings it."""
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(f"{package} is not installed: pip install 'mnemon[{extra}]'")
+        super().__init__(f"{package} is not installed: pip install 'mnemon-core[{extra}]'")
         self.package = package
         self.extra = extra
 

@@ -388,7 +388,7 @@ def test_cli_without_openai_names_the_extra(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1
-    assert p.stderr == "Error: openai is not installed: pip install 'mnemon[openai]'\n"
+    assert p.stderr == "Error: openai is not installed: pip install 'mnemon-core[openai]'\n"
 
 
 def test_cli_without_a_key_fails_before_reading_the_file_or_importing_openai(tmp_path: Path):
