@@ -574,7 +574,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one error boundary
-        from .errors import debug, fault_message
+        from .config import debug
+        from .errors import fault_message
 
         message = fault_message(e)
         if message is None:

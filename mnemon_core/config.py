@@ -66,6 +66,11 @@ def environment() -> Mapping[str, str]:
     return os.environ
 
 
+def debug() -> bool:
+    """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
+    return environment().get("MNEMON_DEBUG", "") not in ("", "0")
+
+
 def default_data_dir() -> Path:
     home = environment().get("HOME") or os.path.expanduser("~")
     if not home or home == "~":

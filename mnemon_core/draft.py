@@ -105,7 +105,7 @@ class DraftInsight(BaseModel):
     )
     session: str | None = Field(
         default=None, description="the conversation it belongs to, at most 200 bytes: consecutive items of one "
-        "session (absent: the draft's one session) are linked as a conversation",
+        "session are linked as a conversation (absent: part of no conversation, linked to no neighbour)",
     )
 
     @field_validator("content", mode="before")

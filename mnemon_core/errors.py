@@ -8,7 +8,8 @@
     └── StoreError                          the database could not be opened or used
 
 Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`; the CLI and the MCP server also
-show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback.
+show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback
+(`config.debug`).
 """
 
 from __future__ import annotations
@@ -57,13 +58,6 @@ class MissingExtraError(MnemonError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'mnemon-core[{extra}]'")
         self.package = package
         self.extra = extra
-
-
-def debug() -> bool:
-    """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
-    from .config import environment  # the engine answers with its client's variables
-
-    return environment().get("MNEMON_DEBUG", "") not in ("", "0")
 
 
 def fault_message(e: BaseException) -> str | None:

@@ -33,7 +33,8 @@ from pydantic import BaseModel, Field
 
 from . import __version__
 from .async_memory import AsyncMemory
-from .errors import MissingExtraError, MnemonError, ReadOnlyError, debug, fault_message
+from .config import debug
+from .errors import MissingExtraError, MnemonError, ReadOnlyError, fault_message
 from .inputs import (
     MAX_METADATA,
     METADATA,
@@ -50,7 +51,6 @@ from .inputs import (
     SearchInput,
 )
 from .memory import Memory
-from .recall import output
 
 # The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600
@@ -241,7 +241,7 @@ async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
     scope = {"limit": a.limit, "intent": a.intent, "category": a.category, "source": a.source}
     if a.basic:
         return project(await m.recall(a.query, basic=True, **scope), a.full)
-    return project(output.compact(await m.retrieve(a.query, **scope)), a.full)  # the CLI's default shape
+    return project((await m.retrieve(a.query, **scope)).compact(), a.full)  # the CLI's default shape
 
 
 async def _search(m: AsyncMemory, a: SearchArgs) -> Any:

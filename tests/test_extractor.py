@@ -78,10 +78,12 @@ def test_good_structured_answer_gives_the_exact_draft():
         "schema_version": "1",
         "source": "chat-export",
         "insights": [
-            # created_at from the message that says most of it (the model gave none)
-            {**QDRANT, "tags": ["vector-db", "search"], "created_at": "2024-03-15T09:35:00Z"},
-            LATENCY,
-            {**TERSE, "created_at": "2024-03-16T09:06:40Z"},
+            # created_at from the message that says most of it (the model gave none); session = the source
+            # conversation, so import links the insights of one conversation and nothing across them
+            {**QDRANT, "tags": ["vector-db", "search"], "created_at": "2024-03-15T09:35:00Z",
+             "session": "Vector DB for the search service"},
+            {**LATENCY, "session": "Vector DB for the search service"},
+            {**TERSE, "created_at": "2024-03-16T09:06:40Z", "session": "API response style"},
         ],
         "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
                    "reason": "the choice made the latency possible"}],
