@@ -244,7 +244,7 @@ class ImportDraft(BaseModel):
     @classmethod
     def _insights(cls, v: Any) -> Any:
         if isinstance(v, list) and not v:
-            raise ValueError("at least one insight is required")
+            raise ValueError("empty draft: at least one insight is required")
         return v
 
     @field_validator("edges", mode="before")
