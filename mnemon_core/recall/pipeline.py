@@ -5,7 +5,7 @@ both, and the access bump and output shaping after); everything in between is he
 through the `GraphView` memo and a few batched signal queries, all inside the category/source scope.
 
 The recipe (`RecallConfig`) picks the keyword score (the spec's token coverage, or BM25), the graph step (the
-spec's beam search, or the relevance flow of `flow.py`) and how confidence, hint and WHY order are decided.
+spec's beam search, or the relevance flow of `flow.py`) and how confidence and WHY order are decided.
 The beam search and rerank run as numpy array operations; the tests hold them to a plain-Python reference of
 the same steps (`tests/reference_engine.py`).
 """
