@@ -11,7 +11,8 @@ out: they say what is asked, not what about) and its entities (a stored entity n
 names) that are not already one of its terms. A key's weight is its rarity in the store,
 w = 1 / (1 + ln(1 + n)) with n the active insights holding it: a term no memory holds weighs 1, one in every
 memory little. So "why did we pick Qdrant as our database?" over facts that mention a database but never
-Qdrant covers the common key and misses the rare ones: low. A result close in meaning (calibrated cosine ≥
+Qdrant covers the common key and misses the rare ones: low. A coverage of at least `CONFIDENCE_HIGH_COVERAGE`
+is "high", of at least `CONFIDENCE_MEDIUM_COVERAGE` "medium"; a result close in meaning (calibrated cosine ≥
 `CONFIDENCE_MIN_SIMILARITY`) is at least medium even with no shared word: a paraphrase.
 
 For WHY, a result joined by a causal edge someone stated (`sure_causal`) to a result that covers the query

@@ -25,8 +25,8 @@ from ..store.base import AnnSearch
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
-from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
+from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
@@ -107,7 +107,7 @@ def smart_recall(
         labels = _labels(view, query, results, sig) if config.confidence == "evidence" else None
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
-        if config.why_order == "chains":  # only the edges the store is sure of order an answer
+        if config.why_order == "chains":  # only causal edges someone stated order an answer
             links = forward([e for e in causal if sure_causal(e)])
             results = why_chains(results, links)
         else:
