@@ -228,18 +228,16 @@ def score(rows: Iterable[tuple[int, Sequence[str], Sequence[str]]], max_k: int =
 
 class CachedLocalEmbedder(BaseEmbedder):
     """The `local` embedder (same name, calibration, prefixes) with a disk cache in front of the model, so a
-    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256."""
+    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256.
+    `inner` puts the cache in front of another embedder instead (benchmarks/peers: MiniLM)."""
 
-    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite") -> None:
-        from mnemon_core.embed.local import (
-            E5_CALIBRATION,
-            E5_DIMENSIONS,
-            E5_NAME,
-            LocalEmbedder,
-        )
+    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", inner: BaseEmbedder | None = None) -> None:
+        if inner is None:
+            from mnemon_core.embed.local import LocalEmbedder
 
-        super().__init__(E5_NAME, dimensions=E5_DIMENSIONS, calibration=E5_CALIBRATION, cache_size=16384)
-        self.inner = LocalEmbedder()
+            inner = LocalEmbedder()
+        super().__init__(inner.name, dimensions=inner.dimensions, calibration=inner.calibration, cache_size=16384)
+        self.inner = inner
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         ignore = cache_path.parent / ".gitignore"  # the cache never reaches git, whatever the repo ignores
         if not ignore.exists():
