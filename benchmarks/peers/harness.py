@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import tempfile
 import time
@@ -40,6 +41,7 @@ SYSTEMS: dict[str, tuple[str, Factory]] = {
     "mnemon-minilm": ("MiniLM", lambda h, c: L.MnemonRanker(h, c.workdir / "minilm", c.minilm, c.seed)),  # type: ignore[arg-type]
     "mnemon-e5": ("e5-small", lambda h, c: L.MnemonRanker(h, c.workdir / "e5", c.e5, c.seed)),  # type: ignore[arg-type]
 }
+NO_VECTORS = frozenset({"fts5", "mnemon-none", "synapse"})  # systems that need neither MiniLM nor e5
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -91,7 +93,7 @@ def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0,
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f"unknown system(s) {', '.join(unknown)}; valid: {', '.join(SYSTEMS)}")
-    minilm = L.CachedLocalEmbedder(inner=MiniLMEmbedder())
+    minilm = L.CachedLocalEmbedder(inner=MiniLMEmbedder()) if set(systems) - NO_VECTORS else None
     e5 = L.CachedLocalEmbedder() if any(s.endswith("-e5") for s in systems) else None
     out = Run({s: [] for s in systems}, dict.fromkeys(systems, 0.0), dict.fromkeys(systems, 0.0), {})
     with tempfile.TemporaryDirectory(prefix="mnemon-peers-") as tmp:
@@ -192,7 +194,14 @@ def dump(result: Run, path: Path) -> None:
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
 
 
+# Offline and quiet: no hub look-ups (every model is local), no Chroma telemetry, no bm25s progress bars.
+RUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False", "TQDM_DISABLE": "1",
+           "MNEMON_DAEMON": "off"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for key, value in RUN_ENV.items():
+        os.environ.setdefault(key, value)
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
     p.add_argument("--dataset", choices=("locomo", "beam"), default="locomo")
     p.add_argument("--data", default=None, help="data file (default: the dataset's dev file in ../shared/data)")

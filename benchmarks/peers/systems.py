@@ -42,7 +42,7 @@ class Haystack:
 class Context:
     """What every adapter of a run shares: MiniLM (cached vectors), e5 for mnemon's default, a scratch dir."""
 
-    minilm: BaseEmbedder
+    minilm: BaseEmbedder | None
     e5: BaseEmbedder | None
     workdir: Path
     seed: int = 0

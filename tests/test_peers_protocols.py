@@ -1,0 +1,135 @@
+"""The peers harness's shared scoring (benchmarks/peers/protocols.py) and its LoCoMo question set, on hand-made
+rankings with known answers; the harness run end to end with the two systems that need no peer package and no
+model (fts5, mnemon-none). The peers themselves are never installed in CI."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from benchmarks.peers import harness as H
+from benchmarks.peers import protocols as P
+
+SESSIONS = {"D1:1": "session 1", "D1:2": "session 1", "D2:1": "session 2", "D2:2": "session 2", "D3:1": "session 3"}
+
+
+def ranked(label: int, ranking: list[str], evidence: list[str], raw: list[str] | None = None) -> P.Ranked:
+    return P.Ranked("c", label, "q", tuple(ranking), tuple(evidence), tuple(evidence if raw is None else raw), SESSIONS)
+
+
+def test_fraction_and_any_hit() -> None:
+    assert P.fraction_at(["a", "b", "c"], ["b", "z"], 2) == 0.5
+    assert P.fraction_at(["a", "b", "c"], ["b", "b", "z"], 1) == 0.0  # gold is a set: duplicates count once
+    assert P.any_at(["a", "b", "c"], ["c", "z"], 2) == 0.0
+    assert P.any_at(["a", "b", "c"], ["c", "z"], 3) == 1.0
+    assert P.fraction_at(["a"], [], 10, empty=1.0) == 1.0
+    with pytest.raises(ValueError, match="without evidence"):
+        P.fraction_at(["a"], [], 10)
+
+
+def test_sessions_keep_first_occurrence_within_depth() -> None:
+    order = ["D2:1", "D1:1", "D2:2", "D3:1", "X"]
+    assert P.sessions_of(order, SESSIONS) == ["session 2", "session 1", "session 3", "X"]
+    assert P.sessions_of(order, SESSIONS, depth=3) == ["session 2", "session 1"]
+
+
+def protocol(name: str) -> P.Protocol:
+    (found,) = [p for p in P.LOCOMO_PROTOCOLS if p.name == name]
+    return found
+
+
+def test_each_locomo_protocol_counts_and_scores_its_own_questions() -> None:
+    rows = [
+        ranked(1, ["D1:1", "D2:1"], ["D2:1", "D3:1"]),  # half its evidence in the top 2
+        ranked(5, ["D3:1"], ["D3:1"]),  # adversarial: only the peers' protocols count it
+        ranked(2, ["D1:1"], [], raw=[]),  # no evidence at all: 1.0 where empty counts, skipped elsewhere
+        ranked(4, ["D1:2", "D1:1"], ["D1:1", "D1:2"], raw=["D1:1; D1:2"]),  # repaired for us, not for MemPalace
+    ]
+    ours, n = P.mean_over(rows, protocol("R@10 (ours)"))
+    assert (ours, n) == ((0.5 + 1.0) / 2, 2)
+    mp, n = P.mean_over(rows, protocol("MemPalace dialog R@10"))
+    assert (mp, n) == ((0.5 + 1.0 + 1.0 + 0.0) / 4, 4)
+    sess, n = P.mean_over(rows, protocol("session any@5"))
+    assert (sess, n) == (1.0, 3)  # the empty-evidence question is not asked
+    frac, n = P.mean_over(rows, protocol("session frac@10"))
+    assert (frac, n) == ((0.5 + 1.0 + 1.0 + 1.0) / 4, 4)
+    any20, n = P.mean_over(rows, protocol("turn any@20"))
+    assert (any20, n) == (1.0, 2)
+
+
+def test_session_any_hit_reads_only_the_top_ten_turns() -> None:
+    deep = ranked(1, [f"D1:{i}" for i in range(10)] + ["D3:1"], ["D3:1"])
+    session_of = {**SESSIONS, **{f"D1:{i}": "session 1" for i in range(10)}}
+    deep = P.Ranked(deep.haystack, 1, "q", deep.ranked, deep.evidence, deep.evidence_raw, session_of)
+    assert P.mean_over([deep], protocol("session any@5")) == (0.0, 1)  # session 3 is 11th: beyond engram's 10
+    assert P.mean_over([deep], protocol("session frac@10")) == (1.0, 1)  # second distinct session
+
+
+def test_curves_and_per_label() -> None:
+    rows = [ranked(1, ["D1:1", "D2:1"], ["D2:1"]), ranked(2, ["D3:1"], ["D1:1"]), ranked(5, [], ["D1:1"])]
+    assert P.recall_curve(rows, (1, 2), labels=P.LOCOMO_OURS_CATEGORIES) == {1: 0.0, 2: 0.5}
+    assert P.recall_curve(rows, (2,), hit=P.any_at) == {2: 1 / 3}
+    assert P.by_label(rows, k=2) == {1: (1.0, 1), 2: (0.0, 1), 5: (0.0, 1)}
+    assert math.isnan(P.recall_curve([], (1,))[1])
+
+
+SAMPLE = {
+    "sample_id": "conv-p",
+    "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I started pottery classes on Monday."},
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice. I bought a red bicycle."},
+        ],
+        "session_2_date_time": "10:04 am on 19 December, 2023",
+        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Our puppy Biscuit chewed my pottery."}],
+    },
+    "qa": [
+        {"question": "What did Ann start on Monday?", "evidence": ["D1:1"], "category": 4},
+        {"question": "What colour is Bo's bicycle?", "evidence": ["D1:2; D9:9"], "category": 5},
+        {"question": "Nothing to find", "category": 2},
+    ],
+}
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo-peers.json"
+    path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    return path
+
+
+def test_locomo_haystacks_keep_every_question_with_raw_and_repaired_evidence(data_file: Path) -> None:
+    (hay,) = H.locomo_haystacks(data_file)
+    assert [t.dia_id for t in hay.turns] == ["D1:1", "D1:2", "D2:1"]
+    assert hay.questions == (
+        ("What did Ann start on Monday?", 4, ("D1:1",), ("D1:1",)),
+        ("What colour is Bo's bicycle?", 5, ("D1:2",), ("D1:2; D9:9",)),
+        ("Nothing to find", 2, (), ()),
+    )
+    assert hay.session_of() == {"D1:1": "session 1", "D1:2": "session 1", "D2:1": "session 2"}
+    assert H.locomo_haystacks(data_file, ["conv-x"]) == []
+
+
+def test_run_scores_fts5_and_mnemon_without_any_peer_package(data_file: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    result = H.run(H.locomo_haystacks(data_file), ["fts5", "mnemon-none"], log=io.StringIO())
+    fts = result.rows["fts5"]
+    assert [r.ranked[:1] for r in fts] == [("D1:1",), ("D1:2",), ()]  # "Nothing to find": no term matches
+    assert [r.label for r in fts] == [4, 5, 2]
+    assert result.rows["mnemon-none"][0].ranked[0] == "D1:1"
+    table = H.locomo_markdown(result, "python -m benchmarks.peers")
+    # fts5: the category-4 question is found (1.0); MemPalace's protocol adds the category-5 one, whose raw
+    # evidence string is malformed (0.0), and the empty one (1.0).
+    assert "| fts5 | - | 1.000 | 1.000 | 1.000 | 1.000 | 0.667 | 1.000 | 1.000 | 1.000 |" in table
+    assert "R@k (ours): 1 questions; MemPalace dialog R@10: 3 questions" in table
+
+
+def test_unknown_system_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown system.*nope"):
+        H.run([], ["nope"], log=io.StringIO())
