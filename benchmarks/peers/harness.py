@@ -22,13 +22,14 @@ from typing import Any
 
 from .. import locomo as L
 from . import protocols as P
-from .systems import Context, Engram, Haystack, MemPalace, Synapse, TaOSmd
+from .systems import Context, Engram, Haystack, MemPalace, MemPalaceSearch, Synapse, TaOSmd
 
 # name → (embedder column, factory). Peers first, then the same-run baselines and mnemon.
 Factory = Callable[[Haystack, Context], Any]
 SYSTEMS: dict[str, tuple[str, Factory]] = {
     "mempalace-raw": ("MiniLM", lambda h, c: MemPalace(h, c, hybrid=False)),
     "mempalace-hybrid": ("MiniLM", lambda h, c: MemPalace(h, c, hybrid=True)),
+    "mempalace-search": ("MiniLM", MemPalaceSearch),
     "taosmd": ("MiniLM", lambda h, c: TaOSmd(h, c, late=False)),
     "taosmd-maxsim": ("MiniLM tokens", lambda h, c: TaOSmd(h, c, late=True)),
     "engram": ("MiniLM", Engram),

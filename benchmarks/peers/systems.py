@@ -126,7 +126,61 @@ class MemPalace:
         self.tmp.cleanup()
 
 
+class MemPalaceSearch:
+    """MemPalace 3.11.0's own search (`mempalace.searcher.search_memories`, what its CLI and MCP server call):
+    one drawer per unit (its id as the drawer's `source_file`, the session as its room) in a palace made with
+    `mempalace.palace.get_collection`, embedded by MemPalace's embedding function (Chroma's ONNX MiniLM, pointed
+    at the int8 model: it embeds each query; the drawers get the same model's cached vectors, which only saves
+    time), then a pool of 4 x 20 vector candidates re-ranked by 0.6 x similarity + 0.4 x BM25.
+    No closets (the miner builds those from files; there are none here), so their boost does not apply."""
+
+    def __init__(self, hay: Haystack, ctx: Context) -> None:
+        import os
+
+        from chromadb.utils.embedding_functions import ONNXMiniLM_L6_V2
+
+        from .minilm import chroma_model_root
+
+        os.environ["MEMPALACE_CONFIG_DIR"] = str(ctx.workdir / "mempalace-config")  # never the user's ~/.mempalace
+        ONNXMiniLM_L6_V2.DOWNLOAD_PATH = chroma_model_root()
+        from mempalace.palace import get_collection
+
+        self.tmp = tempfile.TemporaryDirectory(prefix="peers-mempalace-search-", dir=ctx.workdir)
+        col = get_collection(self.tmp.name, create=True)
+        vecs = ctx.minilm.embed_batch([u.content for u in hay.turns])
+        for start in range(0, len(hay.turns), 500):
+            chunk = hay.turns[start : start + 500]
+            col.add(ids=[f"drawer_{start + i}" for i in range(len(chunk))], documents=[u.content for u in chunk],
+                    embeddings=vecs[start : start + 500].tolist(),
+                    metadatas=[{"wing": hay.sample_id, "room": u.session, "source_file": u.dia_id} for u in chunk])
+
+    def __call__(self, question: str) -> list[str]:
+        from mempalace.searcher import search_memories
+
+        found = search_memories(question, self.tmp.name, n_results=LIMIT)
+        if "error" in found:
+            raise RuntimeError(f"mempalace search: {found['error']}")
+        return [h["source_path"] for h in found["results"]]
+
+    def close(self) -> None:
+        self.tmp.cleanup()
+
+
 # ---------------------------------------------------------------------------------------------------- taOSmd
+
+
+def _quiet_bm25s() -> None:
+    """bm25s draws a progress bar per query (`show_progress=True` by default, past TQDM_DISABLE): off, which
+    changes nothing but the log."""
+    import functools
+
+    import bm25s
+
+    if not getattr(bm25s, "_peers_quiet", False):
+        bm25s.tokenize = functools.partial(bm25s.tokenize, show_progress=False)
+        for method in ("index", "retrieve"):
+            setattr(bm25s.BM25, method, functools.partialmethod(getattr(bm25s.BM25, method), show_progress=False))
+        bm25s._peers_quiet = True
 
 
 class TaOSmd:
@@ -141,6 +195,8 @@ class TaOSmd:
         from taosmd.vector_memory import VectorMemory
 
         from .minilm import model_dir
+
+        _quiet_bm25s()
 
         self.loop = asyncio.new_event_loop()
         self.tmp = tempfile.TemporaryDirectory(prefix="peers-taosmd-", dir=ctx.workdir)
