@@ -130,6 +130,23 @@ def test_run_scores_fts5_and_mnemon_without_any_peer_package(data_file: Path, mo
     assert "R@k (ours): 1 questions; MemPalace dialog R@10: 3 questions" in table
 
 
+def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    haystacks = H.locomo_haystacks(data_file)
+    fts = H.run(haystacks, ["fts5"], log=io.StringIO())
+    mnemon = H.run(haystacks, ["mnemon-none"], log=io.StringIO())
+    H.dump(mnemon, tmp_path / "b.json")
+    H.dump(fts, tmp_path / "a.json")
+    merged = H.load([tmp_path / "b.json", tmp_path / "a.json"], haystacks)
+    assert list(merged.rows) == ["fts5", "mnemon-none"]  # SYSTEMS order, whatever the files' order
+    assert merged.rows["fts5"] == fts.rows["fts5"]
+    assert merged.seconds["mnemon-none"] == mnemon.seconds["mnemon-none"]
+    other = H.locomo_haystacks(data_file)
+    other[0] = H.Haystack(other[0].sample_id, other[0].turns, tuple(reversed(other[0].questions)))
+    with pytest.raises(ValueError, match="question 0 of conv-p is not the data's"):
+        H.load([tmp_path / "a.json"], other)
+
+
 def test_unknown_system_is_named() -> None:
     with pytest.raises(ValueError, match="unknown system.*nope"):
         H.run([], ["nope"], log=io.StringIO())

@@ -189,10 +189,40 @@ def _footer(result: Run, command: str) -> str:
 
 
 def dump(result: Run, path: Path) -> None:
-    data = {name: [{"haystack": r.haystack, "label": r.label, "question": r.question, "ranked": list(r.ranked),
-                    "evidence": list(r.evidence), "evidence_raw": list(r.evidence_raw)} for r in rows]
+    """Every question's ranking and each system's times, for analysis and for `--merge`."""
+    data = {name: {"seconds": result.seconds[name], "setup_seconds": result.setup_seconds[name],
+                   "note": result.notes.get(name),
+                   "rows": [{"haystack": r.haystack, "label": r.label, "question": r.question,
+                             "ranked": list(r.ranked)} for r in rows]}
             for name, rows in result.rows.items()}
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+
+
+def load(paths: Sequence[Path], haystacks: Sequence[Haystack]) -> Run:
+    """Runs dumped by `dump` (each a subset of the systems, e.g. run side by side to share the machine's cores)
+    as one Run, their rankings put back beside the questions and evidence of `haystacks`, in SYSTEMS order."""
+    by_id = {h.sample_id: h for h in haystacks}
+    sessions = {h.sample_id: h.session_of() for h in haystacks}
+    found: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        found.update(json.loads(Path(path).read_text(encoding="utf-8")))
+    out = Run({}, {}, {}, {})
+    for name in [n for n in SYSTEMS if n in found]:
+        entry = found[name]
+        out.rows[name] = []
+        seen: dict[str, int] = {}  # rows are dumped in each haystack's question order
+        for row in entry["rows"]:
+            hay = by_id[row["haystack"]]
+            i = seen[hay.sample_id] = seen.get(hay.sample_id, -1) + 1
+            question, label, ev, raw = hay.questions[i]
+            if question != row["question"]:
+                raise ValueError(f"{name}: question {i} of {hay.sample_id} is not the data's (another data file?)")
+            out.rows[name].append(P.Ranked(hay.sample_id, label, question, tuple(row["ranked"]), ev, raw,
+                                           sessions[hay.sample_id]))
+        out.seconds[name], out.setup_seconds[name] = entry["seconds"], entry["setup_seconds"]
+        if entry.get("note"):
+            out.notes[name] = entry["note"]
+    return out
 
 
 # Offline and quiet: no hub look-ups (every model is local), no Chroma telemetry, no bm25s progress bars.
@@ -210,6 +240,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--haystacks", default="", help="comma-separated conversation / chat ids (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--json", default=None, help="write every question's ranking to this file")
+    p.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                   help="no run: the tables of runs written with --json (each a subset of the systems)")
     args = p.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     only = [h.strip() for h in args.haystacks.split(",") if h.strip()]
@@ -220,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not haystacks:
         p.error("no haystack selected")
     command = "python -m benchmarks.peers" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    result = run(haystacks, systems, seed=args.seed)
+    result = load([Path(j) for j in args.merge], haystacks) if args.merge else run(haystacks, systems, seed=args.seed)
     print((locomo_markdown if args.dataset == "locomo" else beam_markdown)(result, command))
     if args.json:
         dump(result, Path(args.json))
