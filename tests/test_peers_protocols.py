@@ -133,10 +133,9 @@ def test_run_scores_fts5_and_mnemon_without_any_peer_package(data_file: Path, mo
 def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MNEMON_DAEMON", "off")
     haystacks = H.locomo_haystacks(data_file)
-    fts = H.run(haystacks, ["fts5"], log=io.StringIO())
+    fts = H.run(haystacks, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "a.json")  # dumped as it goes
     mnemon = H.run(haystacks, ["mnemon-none"], log=io.StringIO())
     H.dump(mnemon, tmp_path / "b.json")
-    H.dump(fts, tmp_path / "a.json")
     merged = H.load([tmp_path / "b.json", tmp_path / "a.json"], haystacks)
     assert list(merged.rows) == ["fts5", "mnemon-none"]  # SYSTEMS order, whatever the files' order
     assert merged.rows["fts5"] == fts.rows["fts5"]

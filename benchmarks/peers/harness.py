@@ -88,7 +88,10 @@ class Run:
     notes: dict[str, str]
 
 
-def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0, log: Any = sys.stderr) -> Run:
+def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0, log: Any = sys.stderr,
+        checkpoint: Path | None = None) -> Run:
+    """Each system built per haystack and asked its questions; with `checkpoint`, the rankings so far are dumped
+    there after every haystack (a long run stopped half way keeps what it did)."""
     from .minilm import MiniLMEmbedder
 
     unknown = [s for s in systems if s not in SYSTEMS]
@@ -126,6 +129,8 @@ def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0,
                         for (q, label, ev, raw), r in zip(hay.questions, rankings))
                     print(f"  {name}: setup {t1 - t0:.1f} s, {1000 * (t2 - t1) / max(1, len(questions)):.1f} ms/q",
                           file=log)
+                if checkpoint is not None:
+                    dump(out, checkpoint)
         finally:
             for emb in (minilm, e5):
                 if emb is not None:
@@ -239,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of: " + ", ".join(SYSTEMS))
     p.add_argument("--haystacks", default="", help="comma-separated conversation / chat ids (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
-    p.add_argument("--json", default=None, help="write every question's ranking to this file")
+    p.add_argument("--json", default=None, help="write every question's ranking to this file (after each haystack)")
     p.add_argument("--merge", nargs="+", default=None, metavar="JSON",
                    help="no run: the tables of runs written with --json (each a subset of the systems)")
     args = p.parse_args(argv)
@@ -252,7 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not haystacks:
         p.error("no haystack selected")
     command = "python -m benchmarks.peers" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    result = load([Path(j) for j in args.merge], haystacks) if args.merge else run(haystacks, systems, seed=args.seed)
+    if args.merge:
+        result = load([Path(j) for j in args.merge], haystacks)
+    else:
+        result = run(haystacks, systems, seed=args.seed, checkpoint=Path(args.json) if args.json else None)
     print((locomo_markdown if args.dataset == "locomo" else beam_markdown)(result, command))
     if args.json:
         dump(result, Path(args.json))
