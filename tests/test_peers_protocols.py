@@ -140,6 +140,7 @@ def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path:
     assert list(merged.rows) == ["fts5", "mnemon-none"]  # SYSTEMS order, whatever the files' order
     assert merged.rows["fts5"] == fts.rows["fts5"]
     assert merged.seconds["mnemon-none"] == mnemon.seconds["mnemon-none"]
+    assert merged.haystacks == ["conv-p"] and "Haystacks: conv-p." in H.locomo_markdown(merged, "cmd")
     other = H.locomo_haystacks(data_file)
     other[0] = H.Haystack(other[0].sample_id, other[0].turns, tuple(reversed(other[0].questions)))
     with pytest.raises(ValueError, match="question 0 of conv-p is not the data's"):
@@ -149,3 +150,15 @@ def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path:
 def test_unknown_system_is_named() -> None:
     with pytest.raises(ValueError, match="unknown system.*nope"):
         H.run([], ["nope"], log=io.StringIO())
+
+
+def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([SAMPLE, {**SAMPLE, "sample_id": "conv-q"}]), encoding="utf-8")
+    both = H.locomo_haystacks(path)
+    H.run(both, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
+    H.run(both[:1], ["mnemon-none"], log=io.StringIO(), checkpoint=tmp_path / "mnemon.json")  # stopped after one
+    merged = H.load([tmp_path / "fts.json", tmp_path / "mnemon.json"], both)
+    assert merged.haystacks == ["conv-p"]
+    assert {r.haystack for r in merged.rows["fts5"]} == {"conv-p"} and len(merged.rows["fts5"]) == 3

@@ -86,6 +86,7 @@ class Run:
     seconds: dict[str, float]  # answering questions
     setup_seconds: dict[str, float]  # indexing, embedding, importing
     notes: dict[str, str]
+    haystacks: list[str] = dataclasses.field(default_factory=list)  # scored, in order
 
 
 def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0, log: Any = sys.stderr,
@@ -105,6 +106,7 @@ def run(haystacks: Sequence[Haystack], systems: Sequence[str], *, seed: int = 0,
         try:
             for hay in haystacks:
                 print(f"{hay.sample_id}: {len(hay.turns)} units, {len(hay.questions)} questions", file=log)
+                out.haystacks.append(hay.sample_id)
                 questions = [q for q, *_ in hay.questions]
                 for emb in (minilm, e5):  # every vector once, in batches, before any system is timed
                     if emb is not None:
@@ -190,7 +192,8 @@ def beam_markdown(result: Run, command: str) -> str:
 def _footer(result: Run, command: str) -> str:
     setup = ", ".join(f"{n} {s:.0f} s" for n, s in result.setup_seconds.items())
     notes = "".join(f"\n{n}: {v}" for n, v in result.notes.items())
-    return f"\n\nSetup (index, import; vectors cached): {setup}.{notes}\n\nCommand:\n\n    {command}\n"
+    return (f"\n\nHaystacks: {', '.join(result.haystacks)}. Setup (index, import; vectors cached): {setup}.{notes}"
+            f"\n\nCommand:\n\n    {command}\n")
 
 
 def dump(result: Run, path: Path) -> None:
@@ -205,18 +208,21 @@ def dump(result: Run, path: Path) -> None:
 
 def load(paths: Sequence[Path], haystacks: Sequence[Haystack]) -> Run:
     """Runs dumped by `dump` (each a subset of the systems, e.g. run side by side to share the machine's cores)
-    as one Run, their rankings put back beside the questions and evidence of `haystacks`, in SYSTEMS order."""
+    as one Run, their rankings put back beside the questions and evidence of `haystacks`, in SYSTEMS order.
+    Only the haystacks every system finished are scored (a run stopped half way has dumped fewer)."""
     by_id = {h.sample_id: h for h in haystacks}
     sessions = {h.sample_id: h.session_of() for h in haystacks}
     found: dict[str, dict[str, Any]] = {}
     for path in paths:
         found.update(json.loads(Path(path).read_text(encoding="utf-8")))
-    out = Run({}, {}, {}, {})
+    done = [{r["haystack"] for r in entry["rows"]} for entry in found.values()]
+    common = set.intersection(*done) if done else set()
+    out = Run({}, {}, {}, {}, [h.sample_id for h in haystacks if h.sample_id in common])
     for name in [n for n in SYSTEMS if n in found]:
         entry = found[name]
         out.rows[name] = []
         seen: dict[str, int] = {}  # rows are dumped in each haystack's question order
-        for row in entry["rows"]:
+        for row in (r for r in entry["rows"] if r["haystack"] in common):
             hay = by_id[row["haystack"]]
             i = seen[hay.sample_id] = seen.get(hay.sample_id, -1) + 1
             question, label, ev, raw = hay.questions[i]
@@ -224,7 +230,8 @@ def load(paths: Sequence[Path], haystacks: Sequence[Haystack]) -> Run:
                 raise ValueError(f"{name}: question {i} of {hay.sample_id} is not the data's (another data file?)")
             out.rows[name].append(P.Ranked(hay.sample_id, label, question, tuple(row["ranked"]), ev, raw,
                                            sessions[hay.sample_id]))
-        out.seconds[name], out.setup_seconds[name] = entry["seconds"], entry["setup_seconds"]
+        share = len(out.rows[name]) / max(1, len(entry["rows"]))  # times of the haystacks kept, pro rata
+        out.seconds[name], out.setup_seconds[name] = entry["seconds"] * share, entry["setup_seconds"] * share
         if entry.get("note"):
             out.notes[name] = entry["note"]
     return out
