@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.peers import harness as H
 from benchmarks.peers import protocols as P
+from test_locomo_harness import SAMPLE  # a tiny conversation: categories 1-5, malformed and missing evidence
 
 SESSIONS = {"D1:1": "session 1", "D1:2": "session 1", "D2:1": "session 2", "D2:2": "session 2", "D3:1": "session 3"}
 
@@ -77,26 +78,6 @@ def test_curves_and_per_label() -> None:
     assert math.isnan(P.recall_curve([], (1,))[1])
 
 
-SAMPLE = {
-    "sample_id": "conv-p",
-    "conversation": {
-        "speaker_a": "Ann", "speaker_b": "Bo",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Ann", "dia_id": "D1:1", "text": "I started pottery classes on Monday."},
-            {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice. I bought a red bicycle."},
-        ],
-        "session_2_date_time": "10:04 am on 19 December, 2023",
-        "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Our puppy Biscuit chewed my pottery."}],
-    },
-    "qa": [
-        {"question": "What did Ann start on Monday?", "evidence": ["D1:1"], "category": 4},
-        {"question": "What colour is Bo's bicycle?", "evidence": ["D1:2; D9:9"], "category": 5},
-        {"question": "Nothing to find", "category": 2},
-    ],
-}
-
-
 @pytest.fixture
 def data_file(tmp_path: Path) -> Path:
     path = tmp_path / "locomo-peers.json"
@@ -106,13 +87,16 @@ def data_file(tmp_path: Path) -> Path:
 
 def test_locomo_haystacks_keep_every_question_with_raw_and_repaired_evidence(data_file: Path) -> None:
     (hay,) = H.locomo_haystacks(data_file)
-    assert [t.dia_id for t in hay.turns] == ["D1:1", "D1:2", "D2:1"]
-    assert hay.questions == (
-        ("What did Ann start on Monday?", 4, ("D1:1",), ("D1:1",)),
-        ("What colour is Bo's bicycle?", 5, ("D1:2",), ("D1:2; D9:9",)),
-        ("Nothing to find", 2, (), ()),
-    )
-    assert hay.session_of() == {"D1:1": "session 1", "D1:2": "session 1", "D2:1": "session 2"}
+    assert [t.dia_id for t in hay.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]
+    assert [(label, ev, raw) for _, label, ev, raw in hay.questions] == [
+        (4, ("D1:1",), ("D1:1",)),
+        (1, ("D2:1",), ("D2:1", "D2:1")),
+        (3, ("D1:3", "D1:2"), ("D1:3; D1:2", "D9:9")),  # repaired, the id naming no turn dropped; raw as written
+        (5, ("D1:1",), ("D1:1",)),  # category 5 is kept: the peers' protocols count it
+        (2, (), ("D", "D:11:26")),
+        (2, (), ()),
+    ]
+    assert hay.session_of()["D2:3"] == "session 2"
     assert H.locomo_haystacks(data_file, ["conv-x"]) == []
 
 
@@ -120,14 +104,15 @@ def test_run_scores_fts5_and_mnemon_without_any_peer_package(data_file: Path, mo
     monkeypatch.setenv("MNEMON_DAEMON", "off")
     result = H.run(H.locomo_haystacks(data_file), ["fts5", "mnemon-none"], log=io.StringIO())
     fts = result.rows["fts5"]
-    assert [r.ranked[:1] for r in fts] == [("D1:1",), ("D1:2",), ()]  # "Nothing to find": no term matches
-    assert [r.label for r in fts] == [4, 5, 2]
+    assert [r.ranked[:1] for r in fts[:2]] == [("D1:1",), ("D2:1",)]
+    assert [r.label for r in fts] == [4, 1, 3, 5, 2, 2]
     assert result.rows["mnemon-none"][0].ranked[0] == "D1:1"
     table = H.locomo_markdown(result, "python -m benchmarks.peers")
-    # fts5: the category-4 question is found (1.0); MemPalace's protocol adds the category-5 one, whose raw
-    # evidence string is malformed (0.0), and the empty one (1.0).
-    assert "| fts5 | - | 1.000 | 1.000 | 1.000 | 1.000 | 0.667 | 1.000 | 1.000 | 1.000 |" in table
-    assert "R@k (ours): 1 questions; MemPalace dialog R@10: 3 questions" in table
+    assert "R@k (ours): 3 questions; MemPalace dialog R@10: 6 questions" in table
+    assert "session any@5: 5 questions" in table  # all but the question with no evidence key
+    # Found: the first two; never found: the malformed raw strings, the adversarial turn (no term matches);
+    # the question with no evidence scores 1.0: 3 / 6.
+    assert P.mean_over(fts, protocol("MemPalace dialog R@10")) == (0.5, 6)
 
 
 def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path: Path, monkeypatch) -> None:
@@ -140,10 +125,10 @@ def test_runs_dumped_apart_merge_into_the_same_tables(data_file: Path, tmp_path:
     assert list(merged.rows) == ["fts5", "mnemon-none"]  # SYSTEMS order, whatever the files' order
     assert merged.rows["fts5"] == fts.rows["fts5"]
     assert merged.seconds["mnemon-none"] == mnemon.seconds["mnemon-none"]
-    assert merged.haystacks == ["conv-p"] and "Haystacks: conv-p." in H.locomo_markdown(merged, "cmd")
+    assert merged.haystacks == ["conv-t"] and "Haystacks: conv-t." in H.locomo_markdown(merged, "cmd")
     other = H.locomo_haystacks(data_file)
     other[0] = H.Haystack(other[0].sample_id, other[0].turns, tuple(reversed(other[0].questions)))
-    with pytest.raises(ValueError, match="question 0 of conv-p is not the data's"):
+    with pytest.raises(ValueError, match="question 0 of conv-t is not the data's"):
         H.load([tmp_path / "a.json"], other)
 
 
@@ -160,5 +145,5 @@ def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, m
     H.run(both, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
     H.run(both[:1], ["mnemon-none"], log=io.StringIO(), checkpoint=tmp_path / "mnemon.json")  # stopped after one
     merged = H.load([tmp_path / "fts.json", tmp_path / "mnemon.json"], both)
-    assert merged.haystacks == ["conv-p"]
-    assert {r.haystack for r in merged.rows["fts5"]} == {"conv-p"} and len(merged.rows["fts5"]) == 3
+    assert merged.haystacks == ["conv-t"]
+    assert {r.haystack for r in merged.rows["fts5"]} == {"conv-t"} and len(merged.rows["fts5"]) == 6
