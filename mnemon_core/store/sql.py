@@ -341,6 +341,11 @@ class SQLStore:
 
     # ------------------------------------------------------------------ edges
 
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
+        for e in edges:
+            self.upsert_edge(e)  # type: ignore[attr-defined]
+
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         out: dict[tuple[str, str, str], Edge] = {}  # by key: an edge between two statements' ids comes twice
         for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 400):

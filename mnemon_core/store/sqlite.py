@@ -656,16 +656,22 @@ class SQLiteStore(SQLStore):
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._graph_write([edge.source_id, edge.target_id])
-        self.db.execute(
+        self.upsert_edges([edge])
+
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        self._graph_write([i for e in edges for i in (e.source_id, e.target_id)])
+        self.db.executemany(
             # An upsert, not INSERT OR REPLACE: with foreign keys on, REPLACE deletes and re-inserts.
             "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?,?,?,?,?,?) "
             "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = excluded.weight, "
             "metadata = excluded.metadata, created_at = excluded.created_at",
-            (
-                edge.source_id, edge.target_id, str(edge.edge_type), edge.weight,
-                json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), edge.created_at,
-            ),
+            [
+                (e.source_id, e.target_id, str(e.edge_type), e.weight,
+                 json.dumps(e.metadata, ensure_ascii=False, sort_keys=True), e.created_at)
+                for e in edges
+            ],
         )
 
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:

@@ -88,6 +88,7 @@ class _Importer:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
                 view = BatchView(store)
                 done = [self._one(view, i, vectors.get(i), model, now, ts) for i in batch]
+                _refresh_ei(view, done, ts)
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
             done = []
             with store.transaction():
@@ -96,6 +97,7 @@ class _Importer:
                     try:
                         with store.transaction():  # a savepoint: a failing insight leaves nothing behind
                             row = self._one(view, i, vectors.get(i), model, now, ts)
+                            _refresh_ei(view, [row], ts)
                         done.append(row)
                     except Exception as e:  # noqa: BLE001 — partial success: reported per item
                         view = BatchView(store)  # it may remember what the savepoint undid
@@ -135,7 +137,7 @@ class _Importer:
         tokens = tokens_of(di.content, di.tags, ents)
         cos = ctx.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
-        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
+        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts, ei=False)
         view.inserted(ins, tokens)
         ctx.log("import", new_id, ctx.detail(di.content), now)
         return ImportItem(index=i, id=new_id, content=di.content, action="added"), source
@@ -191,6 +193,13 @@ class _Importer:
         return steps
 
 
+def _refresh_ei(view: BatchView, done: list[tuple[ImportItem, str | None]], ts: float) -> None:
+    """The EI of the insights just written, once for the batch (each insight's edges are all written by then);
+    sends the held edges."""
+    lifecycle.refresh_ei(view, [item.id for item, source in done if source is not None], ts)
+    view.flush()
+
+
 class BatchView:
     """The store as the write pipeline sees it inside one import batch (a `write.target.WriteTarget`).
 
@@ -199,12 +208,14 @@ class BatchView:
     source, and the known-entity path's "is this word a stored entity". Here each question is asked of the
     store once per batch and the answer is kept up to date in memory as the batch inserts (`inserted`), so the
     answers are the store's own: inside the batch transaction nobody else writes and nothing is deleted. The
-    writes and the other look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
+    edges are held and sent in one statement (`flush`: before an edge is read, and at the end of the batch);
+    the other writes and look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
     sees other writers.
     """
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._edges: list[Edge] = []
         self._entity: dict[str, list[tuple[str, str]]] = {}  # entity → [(created_at, id)], most recent first
         self._source: dict[str, list[Insight]] = {}  # source → insights, most recent first
         self._tokens: dict[str, frozenset[str]] = {}
@@ -276,7 +287,12 @@ class BatchView:
         self._store.set_vector(id, vector, model)
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._store.upsert_edge(edge)
+        self._edges.append(edge)
+
+    def flush(self) -> None:
+        """Send the held edges to the store."""
+        edges, self._edges = self._edges, []
+        self._store.upsert_edges(edges)
 
     def set_effective_importance(self, values: dict[str, float]) -> None:
         self._store.set_effective_importance(values)
@@ -291,4 +307,5 @@ class BatchView:
         return self._store.get_insights(ids)
 
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        self.flush()
         return self._store.edge_counts(ids)
