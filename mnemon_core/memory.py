@@ -174,6 +174,14 @@ class Memory:
         if index is not None and index.stale():
             self.store.maintain_vector_index(emb.name, dim)
 
+    def _maintain_index(self) -> None:
+        """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best
+        effort: a write has succeeded whether or not the file could be written."""
+        try:
+            self.store.maintain_graph_index()
+        except (StoreError, OSError) as e:
+            self._warn(f"graph index not written ({e})")
+
     def _now(self) -> tuple[str, float]:
         ts = time.time()
         return iso(ts), ts
@@ -261,6 +269,7 @@ class Memory:
                 exclude=new_id, now=now, trigger=new_id,
             )
             self._log("remember", new_id, self._detail(inp.content), now)
+        self._maintain_index()
         return RememberResult(
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
@@ -396,7 +405,9 @@ class Memory:
         d = load_draft(draft)
         if dry_run:
             return DryRun.of(d)
-        return importer.import_draft(self._context(), d, no_diff=no_diff)
+        result = importer.import_draft(self._context(), d, no_diff=no_diff)
+        self._maintain_index()
+        return result
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
@@ -470,6 +481,7 @@ class Memory:
         with store.transaction():
             store.soft_delete([id], now)
             self._log("forget", id, "", now)
+        self._maintain_index()
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:

@@ -422,6 +422,20 @@ class SQLStore:
             out.update(r[0] for r in self._exec(f"{sql} AND e.target_id {match}", args))
         return out
 
+    # ------------------------------------------------------------------ no graph index file by default
+
+    def graph_index(self) -> None:
+        return None
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        return None
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        return 0
+
+    def graph_index_state(self) -> None:
+        return None
+
     # ------------------------------------------------------------------ oplog
 
     def _in_transaction(self) -> bool:
