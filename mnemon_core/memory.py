@@ -35,6 +35,7 @@ from .models import (
     ForgetResult,
     GcKeepResult,
     GcResult,
+    GraphIndexStatus,
     Insight,
     LinkResult,
     OplogEntry,
@@ -554,9 +555,25 @@ class Memory:
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
+            graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
+        )
+
+    def _index_status(self, store: Store) -> GraphIndexStatus | None:
+        from .store.gindex import GraphIndex
+
+        state = store.graph_index_state()
+        if state is None:
+            return None
+        if not isinstance(state, GraphIndex):
+            return GraphIndexStatus(path=str(state.path), state="rejected", reason=state.reason)
+        counter = store.graph_version()[0]
+        return GraphIndexStatus(
+            path=str(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
+            built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
+            behind=counter - state.counter,
         )
 
     def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:

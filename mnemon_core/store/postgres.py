@@ -46,6 +46,7 @@ from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms
 from . import base
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
+from .gindex import IndexRow
 from .sql import (
     EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, oplog_trim, where,
 )
@@ -792,6 +793,24 @@ class PostgresStore(SQLStore):
             return {}
         rows = self._exec("SELECT id, terms FROM {s}.insights WHERE id = ANY(%s::text[])", (ids,))
         return {r[0]: frozenset(r[1]) for r in rows}
+
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
+        """Every active insight (or the active ones among ids) as a graph index file holds it (`gindex.py`)."""
+        sql = ("SELECT id, importance, created_at, category, source, terms, stems FROM {s}.insights "
+               "WHERE deleted_at IS NULL")
+        ent = ("SELECT e.insight_id, e.entity_lower FROM {s}.insight_entities e JOIN {s}.insights i "
+               "ON i.id = e.insight_id WHERE i.deleted_at IS NULL")
+        if ids is None:
+            rows, pairs = self._exec(sql + " ORDER BY seq"), self._exec(ent)
+        else:
+            want = list(dict.fromkeys(ids))
+            rows = self._exec(sql + " AND id = ANY(%s::text[]) ORDER BY seq", (want,))
+            pairs = self._exec(ent + " AND e.insight_id = ANY(%s::text[])", (want,))
+        ents: dict[str, list[str]] = {}
+        for i, e in pairs:
+            ents.setdefault(i, []).append(e)
+        return [IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", list(r[5]), ents.get(r[0], []), list(r[6]))
+                for r in rows]
 
     def term_scores(self, term: str) -> list[tuple[str, float]]:
         # The postings (GIN over the term keys) and the two totals come from one statement, so from one
