@@ -23,6 +23,7 @@ from ..progress import progress_bar
 from ..store import NO_FILTERS, Filters, Store
 from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
+from . import similarity
 from .pipeline import resolve, write_insight
 from .temporal import conversation_steps, repair_backbone
 
@@ -49,6 +50,7 @@ class _Importer:
         self.results: list[ImportItem | None] = [None] * n
         self.added: dict[str, str] = {}  # id → source, of insights this run wrote
         self.skipped: list[str] = []  # existing ids that draft items duplicated
+        self._cos: similarity.BatchCosines | None = None  # the batch's semantic cosines
 
     def run(self) -> ImportResult:
         n = len(self.draft.insights)
@@ -84,13 +86,17 @@ class _Importer:
             vectors = dict(zip(todo, vecs))
             ctx.fold_stale_index(int(vecs.shape[1]))
         now, ts = ctx.clock()
+        self._cos = similarity.BatchCosines(store, model, emb.calibration, vectors, floor=SEMANTIC_AUTO_LINK) if (
+            vectors and emb is not None and model is not None) else None
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
                 view = BatchView(store)
-                done = [self._one(view, i, vectors.get(i), model, now, ts) for i in batch]
+                done = [self._wrote(self._one(view, i, vectors.get(i), model, now, ts)) for i in batch]
                 _refresh_ei(view, done, ts)
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
             done = []
+            if self._cos is not None:
+                self._cos.forget_written()  # they were rolled back
             with store.transaction():
                 view = BatchView(store)
                 for i in batch:
@@ -98,7 +104,7 @@ class _Importer:
                         with store.transaction():  # a savepoint: a failing insight leaves nothing behind
                             row = self._one(view, i, vectors.get(i), model, now, ts)
                             _refresh_ei(view, [row], ts)
-                        done.append(row)
+                        done.append(self._wrote(row))
                     except Exception as e:  # noqa: BLE001 — partial success: reported per item
                         view = BatchView(store)  # it may remember what the savepoint undid
                         err = f"{type(e).__name__}: {e}"
@@ -113,6 +119,13 @@ class _Importer:
                 self.skipped.append(item.id)
             else:
                 self.added[item.id] = source
+
+    def _wrote(self, row: tuple[ImportItem, str | None]) -> tuple[ImportItem, str | None]:
+        """Later insights of the batch compare their vectors with this one, once it is written."""
+        item, source = row
+        if source is not None and self._cos is not None:
+            self._cos.wrote(item.index, item.id)
+        return row
 
     def _one(
         self, view: BatchView, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
@@ -135,7 +148,7 @@ class _Importer:
             entities=ents, source=source, created_at=created, updated_at=created, stored_at=now,
         )
         tokens = tokens_of(di.content, di.tags, ents)
-        cos = ctx.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
+        cos = self._cos.of(i) if vector is not None and self._cos is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
         write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts, ei=False)
         view.inserted(ins, tokens)
