@@ -491,6 +491,37 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def plot_index(rows: list[dict[str, Any]], path: Path) -> None:
+    """Recall CPU p50 with the graph index file and without it, a fresh process's first recall, and remember
+    p50, against store size (the `--index` rows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if "index_cmp" in r]
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, style, label in (("index", "o-", "recall CPU p50, graph index file"),
+                              ("store", "s--", "recall CPU p50, memo from the store (before)")):
+        ax.plot(ns, [r["index_cmp"][key]["cpu_p50"] for r in rows], style, label=label)
+    for key, style, label in (("index", "D-", "first recall of a fresh process (CPU), index"),
+                              ("store", "d--", "first recall of a fresh process (CPU), store")):
+        ax.plot(ns, [r["first"][key]["first_cpu_s"] * 1000 for r in rows], style, label=label)
+    rem = [r for r in rows if "remember_p50" in r]
+    ax.plot([r["n"] for r in rem], [r["remember_p50"] for r in rem], "^-", label="remember p50 (wall)")
+    ax.plot([1e4, 1e5, 1e6], [5, 15, 50], "k*", markersize=12, label="recall targets (5 / 15 / 50 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("insights in the store (built by import)")
+    ax.set_ylabel("ms")
+    ax.set_title("mnemon with the graph index file (SQLite, 384-d vectors)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
@@ -512,7 +543,11 @@ def main() -> None:
     a = ap.parse_args()
     if a.plot:  # one or more saved JSON files, comma-separated
         merged = {r["n"]: r for f in a.plot.split(",") for r in json.loads(Path(f).read_text())}
-        plot(sorted(merged.values(), key=lambda r: r["n"]), RESULTS / "scale_latency.png")
+        rows_ = sorted(merged.values(), key=lambda r: r["n"])
+        if a.index:
+            plot_index(rows_, RESULTS / "scale_index.png")
+        else:
+            plot(rows_, RESULTS / "scale_latency.png")
         return
     saved = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else []
     rows = {r["n"]: r for r in saved}

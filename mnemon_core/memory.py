@@ -269,7 +269,7 @@ class Memory:
             if existing is not None:
                 return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
-        by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
+        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
         with self._writing(now):

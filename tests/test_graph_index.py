@@ -21,10 +21,9 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, run_cli
 from mnemon_core import Memory
-from mnemon_core.models import Edge, Insight
+from mnemon_core.models import Edge, Insight, Intent
 from mnemon_core.recall.graph import GraphView
 from mnemon_core.recall.pipeline import smart_recall
-from mnemon_core.models import Intent
 from mnemon_core.store import NO_FILTERS, gindex
 from mnemon_core.store.sqlite import SQLiteStore
 from mnemon_core.text import tokens_of
@@ -320,3 +319,24 @@ def test_readonly_in_a_directory_nobody_may_write(tmp_path: Path) -> None:
         assert st_.code == 0 and st_.json()["graph_index"]["state"] == "mapped", st_.err
         r = run_cli("--readonly", "recall", "redis Kafka", "--verbose", env=env)
         assert (r.code, r.err) == (0, "") and r.json() == expect
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), n=st.integers(1, 50), later=st.integers(0, 8),
+       query=st.lists(st.sampled_from(VOCAB + ["zz"]), min_size=0, max_size=5), limit=st.integers(1, 6))
+def test_token_tops_from_the_index_are_the_stores(tmp_path_factory, monkeypatch, seed, n, later, query, limit) -> None:
+    """What `remember` ranks before it writes (diff label, token candidates), from the file and its delta."""
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    rng = random.Random(seed)
+    path = tmp_path_factory.mktemp("tt") / "mnemon.db"
+    store = SQLiteStore(path)
+    ids = _fill(store, rng, n, n)
+    store.maintain_graph_index(force=True)
+    ids += _fill(store, rng, later, later)
+    store.soft_delete(rng.sample(ids, min(1, len(ids) // 5)), "2026-02-01T00:00:00Z")
+    got = GraphView(store).token_tops(frozenset(query), limit)
+    if any(not (t.isascii() and t.isalnum()) for t in query):
+        assert got is None  # only the store matches these as FTS5 does
+    else:
+        assert got == store.token_tops(frozenset(query), limit)
+    assert GraphView(_without_index(path)).token_tops(frozenset(query), limit) is None

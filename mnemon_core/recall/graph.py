@@ -22,11 +22,12 @@ import math
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..store import Filters, Store
+from ..store import Filters, Store, TokenHit
 from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1
 from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
 from .traverse import Edges
@@ -159,6 +160,7 @@ class GraphView:
         self._d_ent: dict[str, set[int]] = {}
         self._d_src: dict[str, set[int]] = {}
         self._d_term: dict[str, dict[int, int]] = {}
+        self._n_tok: dict[int, int] = {}  # the delta's distinct-token counts
         self._n_docs = 0 if gx is None else gx.n_docs
         self._total_terms = 0 if gx is None else gx.total_terms
 
@@ -249,6 +251,7 @@ class GraphView:
             self._cat[n] = self._code(r.category)
             self._src[n] = self._code(r.source)
             keys = (sorted(set(r.tokens)), sorted(set(r.entities)), ascii_fold(r.source), r.terms)
+            self._n_tok[n] = r.n_tokens
             self._delta[n] = keys
             for memo, names in ((self._d_tok, keys[0]), (self._d_ent, keys[1]), (self._d_src, [keys[2]])):
                 for k in names:
@@ -498,6 +501,54 @@ class GraphView:
         if idf <= 0.0:
             idf = BM25_IDF_FLOOR
         return nodes, idf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
+
+    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]] | None:
+        """`Store.token_tops` from the index file and its delta (what `remember` asks before it writes); None
+        without a file, or for a token only the store can match (`_simple_token`)."""
+        with self.lock:
+            self.sync()
+            toks = sorted(set(tokens))
+            if self._gx is None or not all(map(_simple_token, toks)):
+                return None
+            if not toks:
+                return [], []
+            nodes, hits = np.unique(np.concatenate(self.postings(toks)), return_counts=True)
+            if nodes.size == 0:
+                return [], []
+            n0 = self._n0
+            n_tok = np.zeros(nodes.size, dtype=np.int64)
+            infile = nodes < n0
+            infile[infile] = ~self._stale[nodes[infile]]
+            n_tok[infile] = self._gx.n_tokens[nodes[infile]]
+            n_tok[~infile] = [self._n_tok[n] for n in nodes[~infile].tolist()]
+            importance = self.importance[nodes]
+            # Only rows that can make the cut are ordered on the full key (created_at as text, then id).
+            by_cov = self._best(nodes, np.lexsort((-importance, -hits)), limit, lambda k: (hits[k], importance[k]))
+            coverage = sorted(by_cov, key=lambda k: self.ids[int(nodes[k])])
+            coverage.sort(key=lambda k: self.created[int(nodes[k])], reverse=True)
+            coverage.sort(key=lambda k: (-hits[k], -importance[k]))
+            ratio = hits / np.maximum(1, np.minimum(len(toks), n_tok))
+            by_ratio = self._best(nodes, np.argsort(-ratio, kind="stable"), limit, lambda k: ratio[k])
+            overlap = sorted(by_ratio, key=lambda k: (-ratio[k], self.ids[int(nodes[k])]))
+
+            def hit(k: int) -> TokenHit:
+                n = int(nodes[k])
+                return TokenHit(self.ids[n], int(hits[k]), int(n_tok[k]), int(importance[k]), self.created[n])
+
+            return [hit(k) for k in coverage[:limit]], [hit(k) for k in overlap[:limit]]
+
+    @staticmethod
+    def _best(nodes: np.ndarray, order: np.ndarray, limit: int, key: Callable[[int], Any]) -> list[int]:
+        """The first `limit` rows of `order` and every later row tied with the last of them on `key`."""
+        if order.size <= limit:
+            return order.tolist()
+        last = key(int(order[limit - 1]))
+        out = order[:limit].tolist()
+        for k in order[limit:].tolist():
+            if key(k) != last:
+                break
+            out.append(k)
+        return out
 
     # ------------------------------------------------------------------ edges
 

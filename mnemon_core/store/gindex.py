@@ -43,7 +43,7 @@ __all__ = [
     "build", "open_index",
 ]
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"MNEMGIX1"
 SUFFIX = ".gidx"
 ALIGN = 64
@@ -82,6 +82,7 @@ class IndexRow(NamedTuple):
     tokens: list[str]  # its keyword tokens (the token postings)
     entities: list[str]  # its entities, lower-case, distinct
     terms: list[str] | None  # its stemmed terms in order (BM25), None when it has no BM25 row
+    n_tokens: int  # its distinct keyword tokens as the store counts them (`TokenHit.n_tokens`)
 
 
 def epoch(created_at: str) -> int:
@@ -138,6 +139,7 @@ class GraphIndex:
         self.cat = a["cat"]
         self.src = a["src"]
         self.dl = a["dl"]
+        self.n_tokens = a["n_tokens"]
         self.indptr = a["indptr"]
         self.nbr = a["nbr"]
         self.etype = a["etype"]
@@ -192,16 +194,6 @@ class GraphIndex:
             return 0, 0
         ptr = self._arrays[kind + "_ptr"]
         return int(ptr[i]), int(ptr[i + 1])
-
-    def close(self) -> None:
-        self._arrays.clear()
-        for name in ("ids", "importance", "created", "created_key", "cat", "src", "dl", "indptr", "nbr", "etype",
-                     "weight", "sub", "superseded"):
-            setattr(self, name, None)
-        try:
-            self._mm.close()
-        except BufferError:  # a caller still holds a view; the mapping goes with it
-            pass
 
 
 class Rejected(NamedTuple):
@@ -342,6 +334,7 @@ def build(
         "cat": cat,
         "src": src,
         "dl": dl,
+        "n_tokens": np.fromiter((r.n_tokens for r in rows), dtype=np.int32, count=n),
     }
     sections.update(_csr(node, edges, n))
     for kind, post in (("tok", tok), ("ent", ent), ("src", srcp)):

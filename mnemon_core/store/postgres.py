@@ -802,7 +802,7 @@ class PostgresStore(SQLStore):
 
     def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
         """Every active insight (or the active ones among ids) as a graph index file holds it (`gindex.py`)."""
-        sql = ("SELECT id, importance, created_at, category, source, terms, stems FROM {s}.insights "
+        sql = ("SELECT id, importance, created_at, category, source, terms, stems, n_tokens FROM {s}.insights "
                "WHERE deleted_at IS NULL")
         ent = ("SELECT e.insight_id, e.entity_lower FROM {s}.insight_entities e JOIN {s}.insights i "
                "ON i.id = e.insight_id WHERE i.deleted_at IS NULL")
@@ -815,8 +815,8 @@ class PostgresStore(SQLStore):
         ents: dict[str, list[str]] = {}
         for i, e in pairs:
             ents.setdefault(i, []).append(e)
-        return [IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", list(r[5]), ents.get(r[0], []), list(r[6]))
-                for r in rows]
+        return [IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", list(r[5]), ents.get(r[0], []), list(r[6]),
+                         r[7]) for r in rows]
 
     def term_scores(self, term: str) -> list[tuple[str, float]]:
         # The postings (GIN over the term keys) and the two totals come from one statement, so from one

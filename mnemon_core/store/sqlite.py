@@ -773,7 +773,7 @@ class SQLiteStore(SQLStore):
 
     def _log_graph(self, counter: int, ids: frozenset[str] | None) -> None:
         """The change log row(s) of the commit moving the counter to `counter` ('*': it touched too many)."""
-        self.db.executemany("INSERT INTO graph_log VALUES (?, ?)", [(counter, i) for i in (ids or ("*",))])
+        self.db.executemany("INSERT INTO graph_log VALUES (?, ?)", [(counter, i) for i in (("*",) if ids is None else ids)])
 
     def graph_changes_since(self, since: int, now: int) -> set[str] | None:
         floor = self._meta("graph_log_floor")
@@ -804,9 +804,7 @@ class SQLiteStore(SQLStore):
                 identity = None
             cached = self._gindex
             if cached is not None and (identity is None or getattr(cached, "identity", None) != identity):
-                if isinstance(cached, gindex.GraphIndex):
-                    cached.close()
-                cached = None
+                cached = None  # a memo may still read the old mapping: it goes when the last reader drops it
             if cached is None and identity is not None:
                 cached = gindex.open_index(path, uid=self._meta("store_uid"), counter=self.graph_version()[0])
                 if isinstance(cached, gindex.Rejected):
@@ -821,7 +819,7 @@ class SQLiteStore(SQLStore):
     def index_rows(self, ids: Sequence[str] | None = None) -> list[gindex.IndexRow]:
         """Every active insight (or the active ones among ids) as the graph index holds it."""
         sql = (
-            "SELECT i.id, i.importance, i.created_at, i.category, i.source, f.terms, b.terms FROM insights i "
+            "SELECT i.id, i.importance, i.created_at, i.category, i.source, f.terms, b.terms, i.n_tokens FROM insights i "
             "JOIN insights_fts f ON f.rowid = i.rowid LEFT JOIN insights_bm25 b ON b.rowid = i.rowid "
             "WHERE i.deleted_at IS NULL"
         )
@@ -839,7 +837,7 @@ class SQLiteStore(SQLStore):
                     ents.setdefault(i, []).append(e)
         return [
             gindex.IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", r[5].split(), ents.get(r[0], []),
-                            None if r[6] is None else r[6].split())
+                            None if r[6] is None else r[6].split(), r[7] or 0)
             for r in rows
         ]
 
