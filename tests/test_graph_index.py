@@ -340,3 +340,29 @@ def test_token_tops_from_the_index_are_the_stores(tmp_path_factory, monkeypatch,
     else:
         assert got == store.token_tops(frozenset(query), limit)
     assert GraphView(_without_index(path)).token_tops(frozenset(query), limit) is None
+
+
+def test_recall_through_the_index_is_the_stores_on_both_backends(mem, monkeypatch) -> None:
+    """SQLite (the file beside the database) and Postgres (the file beside the client): after an import that
+    writes it, and remembers, forgets and links after it (the delta)."""
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    rng = random.Random(11)
+    mem.import_draft({"schema_version": "1", "insights": [
+        {"content": f"{' '.join(rng.choices(VOCAB, k=4))} {rng.choice(ENTITIES)} item {i}",
+         "source": rng.choice(SOURCES), "created_at": f"2026-01-{1 + i % 28:02d}T00:00:00Z"} for i in range(60)]})
+    store = mem.store
+    gx = store.graph_index()
+    assert gx is not None and gx.n == 60
+    ids = [r.id for r in store.index_rows()]
+    for i in range(6):
+        mem.remember(f"redis cache latency kafka follow-up {i}", source=rng.choice(SOURCES))
+    mem.forget(ids[3])
+    mem.link(ids[5], ids[7], type="supersedes")
+    mem.link(ids[8], ids[9], type="causal", weight=0.4)
+    assert store.graph_index() is gx  # the delta is small: no fold yet
+    plain = Memory(settings=mem.settings)
+    plain.store.graph_index = lambda: None
+    view = GraphView(store)
+    assert _answers(view) == _answers(GraphView(plain.store))
+    assert view.index_file is gx and len(view._delta) > 6
+    plain.close()

@@ -196,6 +196,34 @@ class GraphIndex:
         return int(ptr[i]), int(ptr[i + 1])
 
 
+class Holder:
+    """The index file at one path as a store hands it out: mapped and checked once per file (a new file at the
+    path, from another process's fold, is mapped anew); the rejection kept for `mnemon status`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cached: GraphIndex | Rejected | None = None
+
+    def get(self, uid: int | None, counter: int) -> GraphIndex | None:
+        try:
+            st = os.stat(self.path)
+            identity: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            identity = None
+        cached = self._cached
+        if cached is not None and (identity is None or cached.identity != identity):
+            cached = None  # a memo may still read the old mapping: it goes when the last reader drops it
+        if cached is None and identity is not None:
+            cached = open_index(self.path, uid=uid, counter=counter)
+            if isinstance(cached, Rejected):
+                cached = cached._replace(identity=identity)
+        self._cached = cached
+        return cached if isinstance(cached, GraphIndex) else None
+
+    def state(self) -> GraphIndex | Rejected | None:
+        return self._cached
+
+
 class Rejected(NamedTuple):
     """Why a file at the path was not used (`mnemon status`)."""
 

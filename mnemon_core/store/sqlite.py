@@ -336,7 +336,7 @@ class SQLiteStore(SQLStore):
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
-        self._gindex: gindex.GraphIndex | gindex.Rejected | None = None  # the mapped index file, or why not
+        self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
         try:
             if readonly:
                 if not self.path.exists():
@@ -796,25 +796,11 @@ class SQLiteStore(SQLStore):
         with self._lock:
             if self._graph_dirty:
                 return None
-            path = gindex.path_for(self.path)
-            try:
-                st = os.stat(path)
-                identity = (st.st_ino, st.st_mtime_ns, st.st_size)
-            except OSError:
-                identity = None
-            cached = self._gindex
-            if cached is not None and (identity is None or getattr(cached, "identity", None) != identity):
-                cached = None  # a memo may still read the old mapping: it goes when the last reader drops it
-            if cached is None and identity is not None:
-                cached = gindex.open_index(path, uid=self._meta("store_uid"), counter=self.graph_version()[0])
-                if isinstance(cached, gindex.Rejected):
-                    cached = cached._replace(identity=identity)
-            self._gindex = cached
-            return cached if isinstance(cached, gindex.GraphIndex) else None
+            return self._gindex.get(self._meta("store_uid"), self.graph_version()[0])
 
     def graph_index_state(self) -> gindex.Rejected | gindex.GraphIndex | None:
         self.graph_index()
-        return self._gindex
+        return self._gindex.state()
 
     def index_rows(self, ids: Sequence[str] | None = None) -> list[gindex.IndexRow]:
         """Every active insight (or the active ones among ids) as the graph index holds it."""
