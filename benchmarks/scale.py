@@ -245,7 +245,35 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
 def no_index(mem: Any) -> Any:
     """`mem` reading everything from the store, as before the index file (the memo's own path)."""
     mem.store.graph_index = lambda: None
+    mem.store.maintain_graph_index = lambda **_: 0
     return mem
+
+
+def remember_cmp(n: int, count: int) -> dict[str, Any]:
+    """remember CPU per call with the index file and without it: two scratch copies of the store, one Memory
+    each, the calls alternated (the same texts)."""
+    from mnemon_core import Memory
+
+    src = data_dir(n)
+    out: dict[str, list[float]] = {"index": [], "store": []}
+    with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
+        mems = {}
+        for k in out:
+            dst = Path(tmp) / k
+            shutil.copytree(src, dst)
+            mems[k] = Memory(data_dir=dst, store="default", embedder=synth.PresetEmbedder())
+        no_index(mems["store"])
+        for m in mems.values():
+            m.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
+        texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(n, count, seed=n + 1))]
+        for i, text in enumerate(texts):
+            for k, m in mems.items():
+                c = time.process_time()
+                m.remember(text, category="fact", source="user" if i % 2 else "agent")
+                out[k].append((time.process_time() - c) * 1000)
+        for m in mems.values():
+            m.close()
+    return {k: {"cpu_p50": synth.pct(v, 50), "cpu_p95": synth.pct(v, 95)} for k, v in out.items()}
 
 
 def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
@@ -560,7 +588,7 @@ def main() -> None:
             row["index_cmp"] = measure_index(n, a.queries, a.warmup)
             row["first"] = {"index": first_recall(n, True), "store": first_recall(n, False)}
             if a.remember:
-                row["remember_p50"] = remember_p50(n, a.remember, in_place=n >= a.remember_in_place)
+                row["remember_cmp"] = remember_cmp(n, a.remember)
             print(json.dumps(row), file=sys.stderr, flush=True)
             Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
             continue

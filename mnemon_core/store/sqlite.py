@@ -805,9 +805,10 @@ class SQLiteStore(SQLStore):
     def index_rows(self, ids: Sequence[str] | None = None) -> list[gindex.IndexRow]:
         """Every active insight (or the active ones among ids) as the graph index holds it."""
         sql = (
-            "SELECT i.id, i.importance, i.created_at, i.category, i.source, f.terms, b.terms, i.n_tokens FROM insights i "
-            "JOIN insights_fts f ON f.rowid = i.rowid LEFT JOIN insights_bm25 b ON b.rowid = i.rowid "
-            "WHERE i.deleted_at IS NULL"
+            "SELECT i.id, i.importance, i.created_at, i.category, i.source, "
+            "(SELECT terms FROM insights_fts WHERE rowid = i.rowid), "
+            "(SELECT terms FROM insights_bm25 WHERE rowid = i.rowid), i.n_tokens FROM insights i "
+            "WHERE +i.deleted_at IS NULL"  # unary +: the id index, not a scan of every active row (sql.where)
         )
         ent = "SELECT e.insight_id, e.entity_lower FROM insight_entities e"
         rows: list[tuple[Any, ...]] = []
@@ -822,7 +823,7 @@ class SQLiteStore(SQLStore):
                 for i, e in self.db.execute(f"{ent} WHERE e.insight_id IN ({q})", chunk):
                     ents.setdefault(i, []).append(e)
         return [
-            gindex.IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", r[5].split(), ents.get(r[0], []),
+            gindex.IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", (r[5] or "").split(), ents.get(r[0], []),
                             None if r[6] is None else r[6].split(), r[7] or 0)
             for r in rows
         ]
