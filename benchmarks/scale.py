@@ -536,8 +536,9 @@ def plot_index(rows: list[dict[str, Any]], path: Path) -> None:
     for key, style, label in (("index", "D-", "first recall of a fresh process (CPU), index"),
                               ("store", "d--", "first recall of a fresh process (CPU), store")):
         ax.plot(ns, [r["first"][key]["first_cpu_s"] * 1000 for r in rows], style, label=label)
-    rem = [r for r in rows if "remember_p50" in r]
-    ax.plot([r["n"] for r in rem], [r["remember_p50"] for r in rem], "^-", label="remember p50 (wall)")
+    rem = [r for r in rows if "remember_cmp" in r]
+    for key, style, label in (("index", "^-", "remember CPU p50, index"), ("store", "v--", "remember CPU p50, store")):
+        ax.plot([r["n"] for r in rem], [r["remember_cmp"][key]["cpu_p50"] for r in rem], style, label=label)
     ax.plot([1e4, 1e5, 1e6], [5, 15, 50], "k*", markersize=12, label="recall targets (5 / 15 / 50 ms)")
     ax.set_xscale("log")
     ax.set_yscale("log")
