@@ -44,6 +44,7 @@ PER_CALL = frozenset({"session"})  # Settings fields a command passes with each 
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock, the stop flag, the socket and the dir
 REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this long
 STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
+WARM_NICE = 10  # the warm-up's priority: below the calls that run in-process meanwhile
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -153,23 +154,21 @@ class Engine:
         self.lock_fd: int | None = None
         self.socket_id: tuple[int, int] | None = None  # (device, inode) of the socket this engine bound
         self.warm = threading.Event()  # the warm-up is over (the store, model and vectors are loaded)
+        self.parser: Any = None  # cli's parser, built once the engine serves
 
     # ------------------------------------------------------------------ life
 
     def run(self, after: int | None = None) -> None:
-        """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the heavy
-        start-up waits (a few seconds at most) until that call's process has exited, so as not to slow its end
-        down. The socket is bound only once the engine can answer: calls meanwhile run in-process."""
+        """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the start-up
+        waits (a few seconds at most) until that call's process has exited, so as not to slow its end down.
+        Then it warms up before its socket exists, mostly at a low priority (WARM_NICE): calls meanwhile run
+        in-process, and the start-up gives way to them for the CPU. Only a warm engine binds its socket."""
         if not self._claim():
             return
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
         from . import cli, config
 
-        server = self.server = self._listen()
-        if server is None:
-            self._release()
-            return
         saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
         cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
         sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
@@ -178,9 +177,12 @@ class Engine:
         config.environment = _request_env.get  # type: ignore[assignment]
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        threading.Thread(target=self._warm, daemon=True).start()
-        _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
         try:
+            self._warm()
+            server = self.server = None if self.stopping.is_set() else self._listen()
+            if server is None:
+                return
+            _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
             while not self.stopping.is_set():
                 try:
                     conn, _ = server.accept()
@@ -361,7 +363,7 @@ class Engine:
         tokens = (_capture.set((out, err)), _request_env.set(env), _held.set(held),
                   _stdin.set(None if stdin is None else io.StringIO(stdin)), once.begin(request_id))
         try:
-            code = cli.main(argv)
+            code = cli.main(argv, self.parser)
         except SystemExit as e:  # argparse's usage errors and --help
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if isinstance(e.code, str):
@@ -376,23 +378,26 @@ class Engine:
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
 
     def _warm(self) -> None:
-        """Open the store the client that started the engine uses (its variables are this process's), load
-        the embedding model and the vector matrix, so the next call finds them ready. Reads only."""
-        from .config import Settings
+        """Build the CLI's parser, open the store the client that started the engine uses (its variables are
+        this process's), fill its recall memo, then load the embedding model and the vector matrix, so the
+        first served call finds them ready. Reads only. The imports and the reading run in a thread of low
+        priority (a thread's nice value is its own on Linux); what starts threads that later calls use (numpy's
+        BLAS pool, the model's worker) runs here, at the normal priority those threads inherit."""
+        import numpy  # noqa: F401 - its thread pool starts now, in this thread
+
         from .recall.graph import graph_view
 
         held: list[tuple[tuple[Any, ...], Any]] = []
         tokens = (_request_env.set(dict(os.environ)), _held.set(held))
         try:
-            mem = self._memory(Settings.resolve(data_dir=self.data_dir, origin="cli"))
-            if not mem.settings.db_path.exists() and mem.settings.database_url is None:
+            mem = _at_low_priority(self._open_warm)
+            if mem is None:
                 return  # nothing stored yet: do not create the store
-            store = mem.store
-            graph_view(store).sync()
+            _at_low_priority(lambda: graph_view(mem.store).sync())
             emb = mem.embedder
             vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
             if emb is not None and vecs is not None:
-                store.vector_matrix(emb.name, int(vecs.shape[1]))
+                mem.store.vector_matrix(emb.name, int(vecs.shape[1]))
         except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
             _log(f"warm-up: {type(e).__name__}: {e}")
         finally:
@@ -400,6 +405,19 @@ class Engine:
             _request_env.reset(tokens[0])
             _held.reset(tokens[1])
             self.warm.set()
+
+    def _open_warm(self) -> Any:
+        """The parser, and the warm-up's Memory with its store open (None when there is no store yet)."""
+        from . import cli
+        from .config import Settings
+
+        self.parser = cli.built_parser()  # built per call in-process; here once (2.7 ms a call)
+        settings = Settings.resolve(data_dir=self.data_dir, origin="cli")
+        if not settings.db_path.exists() and settings.database_url is None:
+            return None
+        mem = self._memory(settings)
+        mem.store  # noqa: B018 - opened (and migrated) now
+        return mem
 
     def _memory(self, settings: Any) -> Any:
         """A warm `Memory` of these settings for this request: one per configuration that shapes what it does
@@ -416,7 +434,12 @@ class Engine:
         if mem is None:
             mem = Memory(settings=settings)
         _held.get().append((key, mem))
-        mem.reopen_if_replaced()
+        if mem.reopen_if_replaced():  # the idle others of that store hold the old file too: let them go now
+            with self.memories_lock:
+                stale, self.memories[key] = self.memories.get(key, []), []
+            for other in stale:
+                with contextlib.suppress(Exception):
+                    other.close()
         return mem
 
     def _give_back(self, held: list[tuple[tuple[Any, ...], Any]]) -> None:
@@ -456,6 +479,30 @@ class Engine:
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})
 _held: ContextVar[list[tuple[tuple[Any, ...], Any]]] = ContextVar("mnemon_engine_held")
 _stdin: ContextVar[io.StringIO | None] = ContextVar("mnemon_engine_stdin", default=None)
+
+
+def _at_low_priority(work: Any) -> Any:
+    """`work()` in a thread of its own at WARM_NICE (in this thread's context), and its result."""
+    import contextvars
+
+    out: list[Any] = []
+    failed: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, 0, WARM_NICE)
+        try:
+            out.append(context.run(work))
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join()
+    if failed:
+        raise failed[0]
+    return out[0]
 
 
 def _log(message: str) -> None:

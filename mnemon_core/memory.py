@@ -122,14 +122,16 @@ class Memory:
                     self._embedder = get_embedder(self.settings)
         return self._embedder
 
-    def reopen_if_replaced(self) -> None:
+    def reopen_if_replaced(self) -> bool:
         """Let go of the store when the database it opened is no longer the one the settings name (`store
         remove`, a restore over the file): the next use opens what is there now, as a new process would. A
-        long-lived holder (the resident engine) calls it before each command."""
+        long-lived holder (the resident engine) calls it before each command. True when it let go."""
         with self._opening:
-            if self._store is not None and self._store.replaced():
-                self._store.close()
-                self._store = None
+            if self._store is None or not self._store.replaced():
+                return False
+            self._store.close()
+            self._store = None
+            return True
 
     def close(self) -> None:
         if self._store is not None:

@@ -238,8 +238,10 @@ def test_kill_9_loses_nothing_acknowledged(engine_on: Path) -> None:
         time.sleep(1.0)
         os.kill(pid, signal.SIGKILL)  # mid-burst: some remembers done, some in flight, some not sent
         results = [f.result() for f in futures]
-    assert all(r.code == 0 for r in results), [r.err for r in results]
-    acknowledged = {r.json()["id"] for r in results}
+    # A call whose engine died after its commit says so (the rerun writes nothing); every other call answers.
+    made = "Error: the resident engine made this call's write and stopped before it could answer"
+    assert all(r.code == 0 or (r.code == 1 and made in r.err) for r in results), [r.err for r in results]
+    acknowledged = {r.json()["id"] for r in results if r.code == 0}
     db = sqlite3.connect(engine_on / "data" / "default" / "mnemon.db")
     rows = dict(db.execute("SELECT id, content FROM insights WHERE deleted_at IS NULL").fetchall())
     assert acknowledged <= set(rows) and sorted(rows.values()) == sorted(texts)  # each exactly once
