@@ -215,7 +215,7 @@ def _viz(a: argparse.Namespace) -> None:
 
 @command("daemon")
 def _daemon(a: argparse.Namespace) -> None:
-    from .client import daemon, data_dir_of
+    from .resident import daemon, data_dir_of
     from .config import environment
 
     emit(daemon(a.action, data_dir_of(["--data-dir", a.data_dir] if a.data_dir else [], environment())))
