@@ -400,6 +400,44 @@ def test_recall_reads(filled: Store) -> None:
     assert s.graph_changes(object(), s.graph_version()) is None
 
 
+def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The change log names what each commit touched (any process); the index file (beside the database, or
+    beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
+    from mnemon_core.store import gindex
+
+    s = filled
+    before = s.graph_version()
+    s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
+    after = s.graph_version()
+    assert after != before and [e.weight for e in s.edges_among(["b", "c"], "causal")] == [0.4]
+    s.upsert_edges([])
+    assert s.graph_version() == after
+    rows = {r.id: r for r in s.index_rows()}
+    assert sorted(rows) == ["a", "b", "c", "d"]
+    a = rows["a"]
+    assert (a.importance, a.created_at, a.category, a.source, sorted(a.tokens), a.entities) == (
+        4, T0, "decision", "agent1", sorted(ROWS[0][8]), ["redis"])
+    assert a.terms == terms(document(ROWS[0][1], ROWS[0][4], ROWS[0][5]))
+    assert [r.id for r in s.index_rows(["c", "e", "zz", "c"])] == ["c"]
+    assert s.graph_changes_since(before[0], after[0]) == {"b", "c", "d"}
+    assert s.graph_changes_since(after[0], after[0]) == set()
+    assert s.graph_changes_since(after[0], before[0]) is None  # backwards: nothing can say
+    assert s.graph_index() is None and s.graph_index_state() is None
+    monkeypatch.setattr(gindex, "MIN_ROWS", 100)
+    assert s.maintain_graph_index() == 0  # four insights: no file
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    assert s.maintain_graph_index() > 0
+    gx = s.graph_index()
+    assert gx is not None and s.graph_index_state() is gx
+    assert (gx.n, gx.counter, [i.decode() for i in gx.ids]) == (4, after[0], ["a", "b", "c", "d"])
+    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) == 0  # not behind
+    s.upsert_edge(edge("a", "d", "semantic", 0.6))
+    assert s.graph_changes_since(gx.counter, s.graph_version()[0]) == {"a", "d"}
+    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) > 0
+    assert s.graph_index() is not gx and s.graph_index().counter == s.graph_version()[0]
+    assert s.graph_changes_since(gx.counter, s.graph_version()[0]) is None  # the log was folded past it
+
+
 # ---------------------------------------------------------------------------------------------- oplog, dump
 
 

@@ -344,6 +344,11 @@ class SQLStore:
 
     # ------------------------------------------------------------------ edges
 
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
+        for e in edges:
+            self.upsert_edge(e)  # type: ignore[attr-defined]
+
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         out: dict[tuple[str, str, str], Edge] = {}  # by key: an edge between two statements' ids comes twice
         for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 400):
@@ -419,6 +424,20 @@ class SQLStore:
         for match, args in self.dialect.any_of(list(dict.fromkeys(among)), 900):  # the target index
             out.update(r[0] for r in self._exec(f"{sql} AND e.target_id {match}", args))
         return out
+
+    # ------------------------------------------------------------------ no graph index file by default
+
+    def graph_index(self) -> None:
+        return None
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        return None
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        return 0
+
+    def graph_index_state(self) -> None:
+        return None
 
     # ------------------------------------------------------------------ oplog
 
