@@ -31,17 +31,26 @@ def data_dir(_isolated_env: Path) -> Path:
     return _isolated_env
 
 
-# ---- store backends: tests that use `mem` run on SQLite and on Postgres (tests/pg.py; marked integration,
-# skipped when pgserver/psycopg are missing). On Postgres, MNEMON_DATABASE_URL and MNEMON_STORE point at a
+# ---- store backends: tests that use `mem` run on SQLite, on Postgres (tests/pg.py; marked integration,
+# skipped when pgserver/psycopg are missing) and on Kùzu. On Postgres, MNEMON_DATABASE_URL and MNEMON_STORE point at a
 # fresh store, so `Memory()` and the CLI in the same test reach it too.
 from pg import missing as _pg_missing  # noqa: E402
 from pg import pg_store_name, pg_url  # noqa: E402, F401
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+# Kùzu (an embedded graph database, `mnemon[kuzu]`) runs where the package is installed: a directory of the test's.
+def _kuzu_missing() -> str | None:
+    import importlib.util
+
+    return None if importlib.util.find_spec("kuzu") else "kuzu is not installed (pip install 'mnemon[kuzu]')"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu"])
 def store_backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres" and _pg_missing():
         pytest.skip(_pg_missing())
+    if request.param == "kuzu" and _kuzu_missing():
+        pytest.skip(_kuzu_missing())
     return request.param
 
 
@@ -53,6 +62,8 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
         url, name = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_store_name")
         monkeypatch.setenv("MNEMON_DATABASE_URL", url)
         monkeypatch.setenv("MNEMON_STORE", name)
+    elif store_backend == "kuzu":
+        monkeypatch.setenv("MNEMON_DATABASE_URL", f"kuzu://{data_dir.parent / 'kuzu'}")
     m = Memory()
     yield m
     m.close()
