@@ -56,6 +56,8 @@ class CypherDialect:
     type_of: Callable[[str], str]  # relationship variable → its type name (Kùzu `label(e)`, Neo4j `type(e)`)
     schema: tuple[str, ...]  # the statements that make an empty store's node and relationship types
     tables: str  # a query of the store's node and relationship type names (first column)
+    per_type: bool  # match one relationship type per pattern: Kùzu 0.11 repeats a relationship written in the open
+    # transaction once per type in a pattern over several (`[e]`, `[e:A|B]`), so each type gets its own branch
     ann_schema: Callable[[str, int], tuple[str, ...]]  # (label, dim) → a node type `id`, `v` and its HNSW index
     ann_query: Callable[[str], str]  # label → (id, cosine distance) of the $k nodes nearest to $q, any order
 
@@ -373,11 +375,7 @@ class CypherStore:
             "i.vec_seq = CASE WHEN i.embed_model IS NULL THEN i.vec_seq ELSE $seq END",
             {"ids": ids, "now": now, "seq": seq},
         )
-        # Every neighbour's adjacency list loses the edges removed here.
-        self._journal.touch(r[0] for r in self._q(
-            "MATCH (i:Insight)-[]-(o:Insight) WHERE i.id IN $ids RETURN DISTINCT o.id", {"ids": ids}))
-        for pattern in ("(i:Insight)-[e]->(:Insight)", "(:Insight)-[e]->(i:Insight)"):
-            self._q(f"MATCH {pattern} WHERE i.id IN $ids DELETE e", {"ids": ids})
+        self._delete_edges_of(ids)
         if self.shared.postings is not None:
             for id_ in ids:
                 self.shared.postings.remove(id_)
@@ -581,10 +579,22 @@ class CypherStore:
 
     # ------------------------------------------------------------------ edges
 
-    def _edges(self, where: str, params: dict[str, Any], order: str = "") -> list[Edge]:
-        t = self.dialect.type_of("e")
-        rows = self._q(f"MATCH (a:Insight)-[e]->(b:Insight) WHERE {where} RETURN a.id, b.id, {t}, e.weight, "
-                       f"e.metadata, e.created_at {order}", params)
+    def _each_type(self, match: str, ret: str, params: dict[str, Any]) -> list[list[Any]]:
+        """`match` + RETURN `ret` over every edge type: `<rel>` in `match` is the relationship variable `e` with
+        its type pattern, `<type>` in `ret` its type name. Where the dialect must (`per_type`), one UNION ALL
+        branch per type, each naming its type; the rows in no order."""
+        if not self.dialect.per_type:
+            return self._q(f"{match.replace('<rel>', 'e')} RETURN {ret.replace('<type>', self.dialect.type_of('e'))}",
+                           params)
+        return self._q(" UNION ALL ".join(
+            f"{match.replace('<rel>', f'e:{label}')} RETURN {ret.replace('<type>', repr(label))}"
+            for label in LABELS.values()), params)
+
+    def _edges(self, where: str, params: dict[str, Any]) -> list[Edge]:
+        """The edges `a -[e]-> b` matching `where`, in primary-key order (source, target, type)."""
+        rows = self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {where}",
+                               "a.id, b.id, <type>, e.weight, e.metadata, e.created_at", params)
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
         return [_edge(r) for r in rows]
 
     @write
@@ -603,55 +613,68 @@ class CypherStore:
         self._q(f"MATCH (a:Insight {{id: $s}})-[e:{LABELS[str(edge_type)]}]->(b:Insight {{id: $t}}) DELETE e",
                 {"s": source_id, "t": target_id})
 
+    def _delete_edges_of(self, ids: list[str]) -> None:
+        """Every edge touching one of ids goes; their other ends are journaled (their adjacency changed)."""
+        for near, far in (("a", "b"), ("b", "a")):
+            self._journal.touch(r[0] for r in self._each_type(
+                f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {near}.id IN $ids", f"{far}.id", {"ids": ids}))
+            for label in LABELS.values():  # one type per statement (`per_type`), as a DELETE cannot be a UNION
+                self._q(f"MATCH (a:Insight)-[e:{label}]->(b:Insight) WHERE {near}.id IN $ids DELETE e", {"ids": ids})
+
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        t = self.dialect.type_of("e")
-        return self._edges("a.id IN $ids OR b.id IN $ids", {"ids": ids}, f"ORDER BY a.id, b.id, {t}")
+        return self._edges("a.id IN $ids OR b.id IN $ids", {"ids": ids}) if ids else []
 
     def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
-        t = self.dialect.type_of("e")
-        params: dict[str, Any] = {"ids": ids}
-        where = "a.id IN $ids AND b.id IN $ids"
-        if edge_type is not None:
-            where += f" AND {t} = $type"
-            params["type"] = LABELS[str(edge_type)]
-        return self._edges(where, params, f"ORDER BY a.id, b.id, {t}")
+        found = self._edges("a.id IN $ids AND b.id IN $ids", {"ids": ids})
+        return found if edge_type is None else [e for e in found if e.edge_type == edge_type]
 
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
-        rows = [{"s": s, "t": t, "y": LABELS[str(y)]} for s, t, y in dict.fromkeys(keys)]
-        if not rows:
-            return set()
-        t = self.dialect.type_of("e")
-        found = self._q(f"UNWIND $rows AS k MATCH (a:Insight {{id: k.s}})-[e]->(b:Insight {{id: k.t}}) "
-                        f"WHERE {t} = k.y RETURN a.id, b.id, {t}", {"rows": rows})
-        return {(r[0], r[1], TYPES[r[2]]) for r in found}
+        by_type: dict[str, list[dict[str, str]]] = {}
+        for s, t, y in dict.fromkeys(keys):
+            by_type.setdefault(LABELS[str(y)], []).append({"s": s, "t": t})
+        found: set[tuple[str, str, str]] = set()
+        for label, rows in by_type.items():
+            found.update((r[0], r[1], TYPES[label]) for r in self._q(
+                f"UNWIND $rows AS k MATCH (a:Insight {{id: k.s}})-[e:{label}]->(b:Insight {{id: k.t}}) "
+                "RETURN a.id, b.id", {"rows": rows}))
+        return found
 
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
         out = dict.fromkeys(ids, 0)
         if out:
             for end in ("a", "b"):
-                for id_, n in self._q(f"MATCH (a:Insight)-[e]->(b:Insight) WHERE {end}.id IN $ids "
-                                      f"RETURN {end}.id, count(*)", {"ids": list(out)}):
+                for id_, n in self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {end}.id IN $ids",
+                                              f"{end}.id, count(*)", {"ids": list(out)}):
                     out[id_] += int(n)
         return out
 
     def count_edges(self) -> int:
-        return int(self._q("MATCH (:Insight)-[e]->(:Insight) RETURN count(*)")[0][0])
+        return sum(int(r[0]) for r in self._each_type("MATCH (:Insight)-[<rel>]->(:Insight)", "count(*)", {}))
 
     def iter_edges(self) -> Iterator[Edge]:
-        t = self.dialect.type_of("e")
-        skip = 0
+        """Primary-key order, a page at a time: after the last (source, target, type) given."""
+        last: tuple[str, str, str] | None = None
         while True:
-            edges = self._edges("true", {"skip": skip, "n": PAGE}, f"ORDER BY a.id, b.id, {t} SKIP $skip LIMIT $n")
-            yield from edges
-            if len(edges) < PAGE:
+            if last is None:
+                where, params = "true", {}
+            else:  # the page's last pair may have edges of later types left
+                where = "(a.id > $s OR (a.id = $s AND b.id >= $t))"
+                params = {"s": last[0], "t": last[1]}
+            rows = self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {where} WITH a, b, e "
+                                   f"ORDER BY a.id, b.id LIMIT {PAGE + 1}",  # + the pair the last page ended on
+                                   "a.id, b.id, <type>, e.weight, e.metadata, e.created_at", params)
+            rows.sort(key=lambda r: (r[0], r[1], r[2]))
+            if last is not None:
+                rows = [r for r in rows if (r[0], r[1], r[2]) > last]
+            rows = rows[:PAGE]
+            yield from (_edge(r) for r in rows)
+            if len(rows) < PAGE:
                 return
-            skip += PAGE
+            last = (rows[-1][0], rows[-1][1], rows[-1][2])
 
     # ------------------------------------------------------------------ recall (plain tuples)
 
@@ -671,13 +694,11 @@ class CypherStore:
 
     def adjacency(self, ids: Sequence[str]) -> list[tuple[str, str, str, float, str | None]]:
         ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        t = self.dialect.type_of("e")
         out: list[tuple[str, str, str, float, str | None]] = []
-        for near, far in (("a", "b"), ("b", "a")):
-            for r in self._q(f"MATCH (a:Insight)-[e]->(b:Insight) WHERE {near}.id IN $ids AND {far}.deleted_at IS NULL "
-                             f"RETURN {near}.id, {far}.id, {t}, e.weight, e.metadata", {"ids": ids}):
+        for near, far in (("a", "b"), ("b", "a")) if ids else ():
+            for r in self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {near}.id IN $ids AND "
+                                     f"{far}.deleted_at IS NULL", f"{near}.id, {far}.id, <type>, e.weight, e.metadata",
+                                     {"ids": ids}):
                 typ = TYPES[r[2]]
                 sub = json.loads(r[4] or "{}").get("sub_type") if typ == "temporal" else None
                 out.append((r[0], r[1], typ, r[3], sub))

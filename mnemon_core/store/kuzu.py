@@ -32,6 +32,9 @@ LOCK_WAIT_S = WRITE_LOCK_TIMEOUT_S  # how long an open waits for another process
 LOCK_POLL_S = 0.05
 BUFFER_POOL_BYTES = 1 << 30  # page cache per open database (Kùzu's default is most of the machine's memory)
 MAX_DB_BYTES = 1 << 40  # address space reserved per open database (the default 8 TiB allows ~16 at once)
+# One thread per query: mnemon's queries are small (threads cost more than they save), and with several an
+# aggregate over a UNION ALL now and then came back with a row of another branch (Kùzu 0.11.3).
+QUERY_THREADS = 1
 
 _EDGE_PROPS = "weight DOUBLE, metadata STRING, created_at STRING"
 KUZU = CypherDialect(
@@ -48,6 +51,7 @@ KUZU = CypherDialect(
         "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value INT64)",
     ),
     tables="CALL show_tables() RETURN name",
+    per_type=True,
     ann_schema=lambda label, dim: (
         f"CREATE NODE TABLE {label}(id STRING PRIMARY KEY, v FLOAT[{dim}])",
         f"CALL CREATE_VECTOR_INDEX('{label}', 'hnsw', 'v', metric := 'cosine')",
@@ -96,7 +100,7 @@ def _attach(path: Path, readonly: bool) -> Shared:
         while True:
             try:
                 db = kuzu.Database(str(path), read_only=readonly, buffer_pool_size=BUFFER_POOL_BYTES,
-                                   max_db_size=MAX_DB_BYTES)
+                                   max_db_size=MAX_DB_BYTES, max_num_threads=QUERY_THREADS)
                 break
             except RuntimeError as e:
                 if "Could not set lock" not in str(e):
