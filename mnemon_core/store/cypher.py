@@ -47,6 +47,9 @@ I_COLS = ", ".join(f"i.{c}" for c in INSIGHT_COLUMNS)
 PAGE = 5000  # rows per statement when a whole table is read
 SCHEMA_VERSION = 1
 ANN_PREFIX = "Ann"  # node types holding the vectors of an ANN index (`ann_label`)
+# Insights by id, each through the primary key. Not `WHERE i.id IN $ids`: in Kùzu 0.11.3 that scan returns
+# garbled strings of a node written in the open transaction (one longer than every committed one in the column).
+BY_ID = "UNWIND $ids AS x MATCH (i:Insight {id: x})"
 
 
 @dataclass(frozen=True)
@@ -324,7 +327,7 @@ class CypherStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._q(f"MATCH (i:Insight) WHERE i.id IN $ids AND i.deleted_at IS NULL RETURN {I_COLS}",
+        rows = self._q(f"{BY_ID} WHERE i.deleted_at IS NULL RETURN {I_COLS}",
                        {"ids": ids})
         return {r[0]: _insight(r) for r in rows}
 
@@ -371,7 +374,7 @@ class CypherStore:
         seq = self._next_vec_seq()
         self._graph_write(ids)
         self._q(
-            "MATCH (i:Insight) WHERE i.id IN $ids SET i.deleted_at = $now, i.updated_at = $now, "
+            f"{BY_ID} SET i.deleted_at = $now, i.updated_at = $now, "
             "i.vec_seq = CASE WHEN i.embed_model IS NULL THEN i.vec_seq ELSE $seq END",
             {"ids": ids, "now": now, "seq": seq},
         )
@@ -433,7 +436,7 @@ class CypherStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        return {r[0]: frozenset(r[1]) for r in self._q("MATCH (i:Insight) WHERE i.id IN $ids RETURN i.id, i.terms",
+        return {r[0]: frozenset(r[1]) for r in self._q(f"{BY_ID} RETURN i.id, i.terms",
                                                       {"ids": ids})}
 
     def term_scores(self, term: str) -> list[tuple[str, float]]:
@@ -520,7 +523,7 @@ class CypherStore:
     def _ann_drop(self, ids: list[str]) -> None:
         """Take insights out of every ANN index (a changed vector goes back in; a deleted insight does not)."""
         for label in sorted(self._ann_labels()):
-            self._q(f"MATCH (v:{label}) WHERE v.id IN $ids DELETE v", {"ids": ids})
+            self._q(f"UNWIND $ids AS x MATCH (v:{label} {{id: x}}) DELETE v", {"ids": ids})
 
     def ann_index(self, model: str, dim: int) -> AnnSearch | None:
         """The database's HNSW index over (model, dim) once `maintain_vector_index` built it and it holds
@@ -590,12 +593,11 @@ class CypherStore:
             f"{match.replace('<rel>', f'e:{label}')} RETURN {ret.replace('<type>', repr(label))}"
             for label in LABELS.values()), params)
 
-    def _edges(self, where: str, params: dict[str, Any]) -> list[Edge]:
-        """The edges `a -[e]-> b` matching `where`, in primary-key order (source, target, type)."""
-        rows = self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {where}",
-                               "a.id, b.id, <type>, e.weight, e.metadata, e.created_at", params)
-        rows.sort(key=lambda r: (r[0], r[1], r[2]))
-        return [_edge(r) for r in rows]
+    def _edges_at(self, ids: list[str], end: str) -> list[list[Any]]:
+        """The rows (source, target, type, weight, metadata, time) of the edges whose `end` ("a": source, "b":
+        target) is one of ids."""
+        return self._each_type(f"UNWIND $ids AS x MATCH {_at(end)}",
+                               "a.id, b.id, <type>, e.weight, e.metadata, e.created_at", {"ids": ids})
 
     @write
     def upsert_edge(self, edge: Edge) -> None:
@@ -615,22 +617,23 @@ class CypherStore:
 
     def _delete_edges_of(self, ids: list[str]) -> None:
         """Every edge touching one of ids goes; their other ends are journaled (their adjacency changed)."""
-        for near, far in (("a", "b"), ("b", "a")):
-            self._journal.touch(r[0] for r in self._each_type(
-                f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {near}.id IN $ids", f"{far}.id", {"ids": ids}))
+        self._journal.touch(r[1] for r in self._edges_at(ids, "a"))
+        self._journal.touch(r[0] for r in self._edges_at(ids, "b"))
+        for near in ("a", "b"):
             for label in LABELS.values():  # one type per statement (`per_type`), as a DELETE cannot be a UNION
-                self._q(f"MATCH (a:Insight)-[e:{label}]->(b:Insight) WHERE {near}.id IN $ids DELETE e", {"ids": ids})
+                self._q(f"UNWIND $ids AS x MATCH {_at(near, f'e:{label}')} DELETE e", {"ids": ids})
 
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
-        return self._edges("a.id IN $ids OR b.id IN $ids", {"ids": ids}) if ids else []
+        rows = {(r[0], r[1], r[2]): r for end in ("a", "b") for r in self._edges_at(ids, end)} if ids else {}
+        return [_edge(rows[k]) for k in sorted(rows)]
 
     def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
         ids = list(dict.fromkeys(ids))
-        if not ids:
-            return []
-        found = self._edges("a.id IN $ids AND b.id IN $ids", {"ids": ids})
-        return found if edge_type is None else [e for e in found if e.edge_type == edge_type]
+        among = set(ids)
+        rows = sorted(r for r in self._edges_at(ids, "a") if r[1] in among
+                      and (edge_type is None or r[2] == LABELS[str(edge_type)])) if ids else []
+        return [_edge(r) for r in rows]
 
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         by_type: dict[str, list[dict[str, str]]] = {}
@@ -647,8 +650,8 @@ class CypherStore:
         out = dict.fromkeys(ids, 0)
         if out:
             for end in ("a", "b"):
-                for id_, n in self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {end}.id IN $ids",
-                                              f"{end}.id, count(*)", {"ids": list(out)}):
+                for id_, n in self._each_type(f"UNWIND $ids AS x MATCH {_at(end)}", "x, count(*)",
+                                              {"ids": list(out)}):
                     out[id_] += int(n)
         return out
 
@@ -688,7 +691,7 @@ class CypherStore:
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._q("MATCH (i:Insight) WHERE i.id IN $ids AND i.deleted_at IS NULL "
+        rows = self._q(f"{BY_ID} WHERE i.deleted_at IS NULL "
                        "RETURN i.id, i.importance, i.created_at, i.category, i.source", {"ids": ids})
         return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
 
@@ -696,22 +699,21 @@ class CypherStore:
         ids = list(dict.fromkeys(ids))
         out: list[tuple[str, str, str, float, str | None]] = []
         for near, far in (("a", "b"), ("b", "a")) if ids else ():
-            for r in self._each_type(f"MATCH (a:Insight)-[<rel>]->(b:Insight) WHERE {near}.id IN $ids AND "
-                                     f"{far}.deleted_at IS NULL", f"{near}.id, {far}.id, <type>, e.weight, e.metadata",
-                                     {"ids": ids}):
+            for r in self._each_type(f"UNWIND $ids AS x MATCH {_at(near)} WHERE {far}.deleted_at IS NULL",
+                                     f"x, {far}.id, <type>, e.weight, e.metadata", {"ids": ids}):
                 typ = TYPES[r[2]]
                 sub = json.loads(r[4] or "{}").get("sub_type") if typ == "temporal" else None
                 out.append((r[0], r[1], typ, r[3], sub))
         return out
 
     def superseded_ids(self, among: Sequence[str] | None = None) -> set[str]:
-        query = "MATCH (:Insight)-[:SUPERSEDES]->(b:Insight) WHERE b.deleted_at IS NULL"
         if among is None:
-            return {r[0] for r in self._q(query + " RETURN DISTINCT b.id")}
+            return {r[0] for r in self._q(
+                "MATCH (:Insight)-[:SUPERSEDES]->(b:Insight) WHERE b.deleted_at IS NULL RETURN DISTINCT b.id")}
         among = list(dict.fromkeys(among))
-        if not among:
-            return set()
-        return {r[0] for r in self._q(query + " AND b.id IN $ids RETURN DISTINCT b.id", {"ids": among})}
+        return {r[0] for r in self._q(
+            "UNWIND $ids AS x MATCH (:Insight)-[:SUPERSEDES]->(b:Insight {id: x}) WHERE b.deleted_at IS NULL "
+            "RETURN DISTINCT b.id", {"ids": among})} if among else set()
 
     # ------------------------------------------------------------------ oplog
 
@@ -798,7 +800,7 @@ class CypherAnn:
         out = np.full(len(ids), np.nan, dtype=np.float32)
         if not ids:
             return out
-        rows = self.store._q("MATCH (i:Insight) WHERE i.id IN $ids AND i.deleted_at IS NULL AND i.embed_model = $m "
+        rows = self.store._q(f"{BY_ID} WHERE i.deleted_at IS NULL AND i.embed_model = $m "
                              "AND size(i.embedding) = $d RETURN i.id, i.embedding",
                              {"ids": list(dict.fromkeys(ids)), "m": self.model, "d": self.dim})
         q = normalise(query)
@@ -810,6 +812,12 @@ class CypherAnn:
 
     def stale(self) -> bool:
         return False  # the index follows every write
+
+
+def _at(end: str, rel: str = "<rel>") -> str:
+    """The pattern `a -[rel]-> b` with `end` ("a" or "b") the insight of id `x`, found through the key."""
+    a, b = ("(a:Insight {id: x})", "(b:Insight)") if end == "a" else ("(a:Insight)", "(b:Insight {id: x})")
+    return f"{a}-[{rel}]->{b}"
 
 
 def _insight_params(ins: Insight) -> dict[str, Any]:
