@@ -80,6 +80,7 @@ class Shared:
         self.oplog_id: int | None = None  # the last oplog id given (kept in the database: a trim may remove it)
         self.graph = 0  # moves once per committed transaction that changed insights or edges
         self.ann: set[str] | None = None  # the node types holding an ANN index's vectors (`ann_label`)
+        self.prepared: dict[str, Any] = {}  # statement text → the database's prepared statement
         self.epoch = 0  # moves with every rollback: the store objects drop their vector caches
 
     def forget(self) -> None:
@@ -160,11 +161,12 @@ class CypherStore:
         self._journal = GraphJournal()
         self._vectors: dict[tuple[str, int], VectorCache] = {}
         self._epoch = 0
+        self._edge_buf: dict[tuple[str, str, str], dict[str, Any]] = {}  # upserts not sent yet (`upsert_edge`)
 
     # ------------------------------------------------------------------ the backend's part
 
-    def _run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        """One statement, its rows."""
+    def _run(self, query: str, params: dict[str, Any] | None = None, *, prepare: bool = True) -> list[list[Any]]:
+        """One statement, its rows; `prepare=False`: a schema or transaction statement, run as it is."""
         raise NotImplementedError
 
     def _begin(self) -> None:
@@ -177,12 +179,14 @@ class CypherStore:
         """End the open transaction, undoing it (nothing when the database already ended it after an error)."""
         raise NotImplementedError
 
-    def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    def _q(self, query: str, params: dict[str, Any] | None = None, *, ddl: bool = False) -> list[list[Any]]:
         """`_run` under the shared lock; a statement that fails inside a transaction (the database ends the
         transaction) restores it by replay before the error goes up, so the caller's transaction goes on."""
         with self.shared.lock:
             try:
-                return self._run(query, params)
+                if self._edge_buf:
+                    self._send_edges()
+                return self._run(query, params, prepare=not ddl)
             except Exception:
                 if self._depth and not self._writing and not self._replaying:
                     self._restore(len(self._redo))
@@ -216,6 +220,8 @@ class CypherStore:
 
     def _finish(self) -> None:
         try:
+            if self._edge_buf:
+                self._send_edges()
             if self._trim_due is not None:
                 self._trim_oplog(self._trim_due)
             self._commit()
@@ -231,6 +237,7 @@ class CypherStore:
             self._journal.abort()
 
     def _abort(self) -> None:
+        self._edge_buf = {}
         self._rollback()
         self._redo = []
         self._trim_due = None
@@ -242,6 +249,7 @@ class CypherStore:
     def _restore(self, mark: int) -> None:
         """Roll the transaction back and redo its first `mark` writes: a savepoint's rollback."""
         done = self._redo[:mark]
+        self._edge_buf = {}
         self._rollback()
         self.shared.forget()
         self._graph_gen += 1
@@ -552,7 +560,7 @@ class CypherStore:
                 return 0
             make_table, *make_index = self.dialect.ann_schema(label, dim)
             with self.transaction():
-                self._q(make_table)
+                self._q(make_table, ddl=True)
                 last = -1
                 while rows := self._q("MATCH (i:Insight) WHERE i.deleted_at IS NULL AND i.embed_model = $m AND "
                                       "size(i.embedding) = $d AND i.seq > $last RETURN i.id, i.embedding, i.seq "
@@ -562,9 +570,9 @@ class CypherStore:
                     last = rows[-1][2]
             try:
                 for stmt in make_index:
-                    self._q(stmt)
+                    self._q(stmt, ddl=True)
             except BaseException:
-                self._q(f"DROP TABLE {label}")
+                self._q(f"DROP TABLE {label}", ddl=True)
                 raise
             self._ann_labels().add(label)
             return n
@@ -601,13 +609,28 @@ class CypherStore:
 
     @write
     def upsert_edge(self, edge: Edge) -> None:
+        """Waits with the transaction's other upserts until its next statement or commit (`_send_edges`): a graph
+        builder writes tens of edges between two reads."""
         self._graph_write([edge.source_id, edge.target_id])
-        self._q(
-            f"MATCH (a:Insight {{id: $s}}), (b:Insight {{id: $t}}) MERGE (a)-[e:{LABELS[str(edge.edge_type)]}]->(b) "
-            "SET e.weight = $w, e.metadata = $m, e.created_at = $c",
-            {"s": edge.source_id, "t": edge.target_id, "w": float(edge.weight),
-             "m": json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), "c": edge.created_at},
-        )
+        self._edge_buf[(edge.source_id, edge.target_id, LABELS[str(edge.edge_type)])] = {
+            "s": edge.source_id, "t": edge.target_id, "w": float(edge.weight),
+            "m": json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), "c": edge.created_at}
+
+    def _send_edges(self) -> None:
+        """The waiting upserts, per type: the existing edges updated in one statement, the others created in a
+        second (a MERGE costs three times as much in Kùzu, and grows with the transaction's edges)."""
+        by_label: dict[str, list[dict[str, Any]]] = {}
+        for (_, _, label), row in self._edge_buf.items():
+            by_label.setdefault(label, []).append(row)
+        self._edge_buf = {}
+        for label, rows in by_label.items():
+            found = {(r[0], r[1]) for r in self._run(
+                f"UNWIND $rows AS r MATCH (a:Insight {{id: r.s}})-[e:{label}]->(b:Insight {{id: r.t}}) "
+                "SET e.weight = r.w, e.metadata = r.m, e.created_at = r.c RETURN a.id, b.id", {"rows": rows})}
+            new = [r for r in rows if (r["s"], r["t"]) not in found]
+            if new:
+                self._run(f"UNWIND $rows AS r MATCH (a:Insight {{id: r.s}}), (b:Insight {{id: r.t}}) "
+                          f"CREATE (a)-[:{label} {{weight: r.w, metadata: r.m, created_at: r.c}}]->(b)", {"rows": new})
 
     @write
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:

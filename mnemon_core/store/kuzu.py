@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -176,14 +177,25 @@ class KuzuStore(CypherStore):
                 raise StoreError(f"{self.path} is not a mnemon store", path=str(self.path))
             with self.transaction():
                 for stmt in self.dialect.schema:
-                    self._run(stmt)
+                    self._run(stmt, prepare=False)
                 self._run("CREATE (:Meta {key: 'schema', value: $v})", {"v": SCHEMA_VERSION})
 
     # ------------------------------------------------------------------ statements and transactions
 
-    def _run(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    def _run(self, query: str, params: dict[str, Any] | None = None, *, prepare: bool = True) -> list[list[Any]]:
+        """One statement, prepared once per process and reused (preparing costs more than running most of
+        mnemon's: 10.5 ms vs 1.5 ms for an edge upsert); `prepare=False` for transaction control and DDL."""
+        conn = self.shared.conn
         try:
-            result = self.shared.conn.execute(query, params or {})
+            if prepare:
+                statement = self.shared.prepared.get(query)
+                if statement is None:
+                    with warnings.catch_warnings():  # "use execute()": which prepares on every call
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        statement = self.shared.prepared[query] = conn.prepare(query)
+                result = conn.execute(statement, params or {})
+            else:
+                result = conn.execute(query, params or {})
         except RuntimeError as e:
             if str(e).startswith("IO exception"):  # the disk, not mnemon
                 raise StoreError(f"database error: {_first_line(e)}", path=str(self.path)) from e
@@ -194,14 +206,14 @@ class KuzuStore(CypherStore):
             result.close()
 
     def _begin(self) -> None:
-        self._run("BEGIN TRANSACTION READ ONLY" if self.readonly else "BEGIN TRANSACTION")
+        self._run("BEGIN TRANSACTION READ ONLY" if self.readonly else "BEGIN TRANSACTION", prepare=False)
 
     def _commit(self) -> None:
-        self._run("COMMIT")
+        self._run("COMMIT", prepare=False)
 
     def _rollback(self) -> None:
         try:
-            self._run("ROLLBACK")
+            self._run("ROLLBACK", prepare=False)
         except RuntimeError as e:
             if "No active transaction" not in str(e):
                 raise
@@ -240,7 +252,8 @@ class KuzuStore(CypherStore):
                     "source: r.source, access_count: r.access_count, created_at: r.created_at, "
                     "updated_at: r.updated_at, deleted_at: r.deleted_at, last_accessed_at: r.last_accessed_at, "
                     "effective_importance: r.ei, stored_at: r.stored_at, terms: r.terms, stems: r.stems, "
-                    "embedding: r.embedding, embed_model: r.embed_model, vec_seq: r.vec_seq})", {"rows": rows})
+                    "embedding: CAST(r.embedding AS FLOAT[]), embed_model: r.embed_model, "
+                    "vec_seq: CAST(r.vec_seq AS INT64)})", {"rows": rows})
             for page in _pages(edges):
                 by_type: dict[str, list[dict[str, Any]]] = {}
                 for e in page:
