@@ -38,20 +38,32 @@ from pg import missing as _pg_missing  # noqa: E402
 from pg import pg_store_name, pg_url  # noqa: E402, F401
 
 
-# Kùzu (an embedded graph database, `mnemon[kuzu]`) runs where the package is installed: a directory of the test's.
-def _kuzu_missing() -> str | None:
+# Kùzu (an embedded graph database, `mnemon[kuzu]`) runs where the package is installed, in a directory of the
+# test's; "milvus" (tests/test_store_contract.py only) is SQLite with its vectors in one Milvus Lite file per session
+# (`mnemon[milvus]`), each test in a store of its own.
+_EXTRA = {"kuzu": ("kuzu", "kuzu"), "milvus": ("pymilvus", "milvus")}
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu"]
+
+
+def checked_backend(name: str) -> str:
+    """`name`, or the test skipped when what it needs is missing."""
     import importlib.util
 
-    return None if importlib.util.find_spec("kuzu") else "kuzu is not installed (pip install 'mnemon[kuzu]')"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu"])
-def store_backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgres" and _pg_missing():
+    if name == "postgres" and _pg_missing():
         pytest.skip(_pg_missing())
-    if request.param == "kuzu" and _kuzu_missing():
-        pytest.skip(_kuzu_missing())
-    return request.param
+    if name in _EXTRA and importlib.util.find_spec(_EXTRA[name][0]) is None:
+        pytest.skip(f"{_EXTRA[name][0]} is not installed (pip install 'mnemon[{_EXTRA[name][1]}]')")
+    return name
+
+
+@pytest.fixture(params=BACKENDS)
+def store_backend(request: pytest.FixtureRequest) -> str:
+    return checked_backend(request.param)
+
+
+@pytest.fixture(scope="session")
+def milvus_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"milvus://{tmp_path_factory.mktemp('milvus') / 'vectors.db'}"
 
 
 @pytest.fixture
@@ -64,6 +76,11 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
         monkeypatch.setenv("MNEMON_STORE", name)
     elif store_backend == "kuzu":
         monkeypatch.setenv("MNEMON_DATABASE_URL", f"kuzu://{data_dir.parent / 'kuzu'}")
+    elif store_backend == "milvus":
+        import uuid
+
+        monkeypatch.setenv("MNEMON_VECTOR_URL", request.getfixturevalue("milvus_url"))
+        monkeypatch.setenv("MNEMON_STORE", "t" + uuid.uuid4().hex[:16])
     m = Memory()
     yield m
     m.close()

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import BACKENDS, checked_backend
 from mnemon_core.lifecycle import IMMUNE_ACCESS, IMMUNE_IMPORTANCE
 from mnemon_core.models import Edge, Insight, OplogEntry
 from mnemon_core.store import base, catalog, open_store
@@ -50,6 +51,12 @@ def keys(edges: list[Edge]) -> list[tuple[str, str, str]]:
     return [(e.source_id, e.target_id, str(e.edge_type)) for e in edges]
 
 
+@pytest.fixture(params=[*BACKENDS, "milvus"])
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """Every backend, and SQLite with its vectors in Milvus (`store/milvus.py`)."""
+    return checked_backend(request.param)
+
+
 @pytest.fixture
 def store(mem) -> Store:
     """The store `Memory` opens for the backend (through the backend table), empty."""
@@ -84,7 +91,7 @@ def filled(store: Store) -> Store:
 
 
 def test_lifecycle(store: Store, store_backend: str, mem) -> None:
-    if store_backend == "sqlite":
+    if store_backend in ("sqlite", "milvus"):
         assert store.location == str(mem.settings.db_path)
     elif store_backend == "kuzu":
         assert store.location == f"{mem.settings.database_url} (store {mem.settings.store})"
@@ -316,7 +323,8 @@ def test_ann_index_serves_from_the_threshold(
             s.soft_delete(["d"], T2)  # and leaves it
     else:
         assert s.maintain_vector_index("m4", 4) == 0  # the index follows every write
-        s._exec("ANALYZE {s}.vectors")  # type: ignore[attr-defined]  # its size comes from the statistics
+        if store_backend == "postgres":
+            s._exec("ANALYZE {s}.vectors")  # type: ignore[attr-defined]  # its size comes from the statistics
     index = s.ann_index("m4", 4)
     assert index is not None and index.stale() is False
     found, cos = index.search(np.array([1, 0, 0, 0], dtype=np.float32), 2)

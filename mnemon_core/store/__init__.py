@@ -33,7 +33,17 @@ def backend_name(settings: Settings) -> str:
 
 
 def open_store(settings: Settings) -> Store:
-    return importlib.import_module(_BACKENDS[backend_name(settings)]).open_store(settings)
+    """The store `settings` name; with `MNEMON_VECTOR_URL`, its vectors kept in Milvus (`store/milvus.py`)."""
+    store = importlib.import_module(_BACKENDS[backend_name(settings)]).open_store(settings)
+    if settings.vector_url:
+        from .milvus import with_vectors
+
+        try:
+            return with_vectors(store, settings)
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 def catalog(settings: Settings) -> Catalog:
