@@ -33,11 +33,12 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, EdgeType, Insight, OplogEntry
 from ..text import document, terms
+from ..timeutil import iso, parse
 from . import base
 from .base import NO_FILTERS, AnnSearch, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
 from .postings import Indexed, Postings
-from .sql import INSIGHT_COLUMNS, insight_of, oplog_of
+from .sql import INSIGHT_COLUMNS, REQUEST_KEEP_S, insight_of, oplog_of
 from .vectors import VectorCache, encode, normalise
 from .vectors import nearest as exact_nearest
 
@@ -747,6 +748,17 @@ class CypherStore:
                 {"id": id_, "op": operation, "ins": insight_id, "detail": detail, "now": now})
         self._q("MERGE (m:Meta {key: 'oplog'}) SET m.value = $id", {"id": id_})
         self._trim_due = now  # trimmed once at commit, as of now
+
+    @write
+    def claim_request(self, request_id: str, now: str) -> bool:
+        """Record a served call's request id (`once.py`); False when it is there already. Ids older than
+        REQUEST_KEEP_S go at the same time."""
+        self._q("MATCH (r:Request) WHERE r.created_at < $cut DELETE r",
+                {"cut": iso(parse(now).timestamp() - REQUEST_KEEP_S)})
+        if int(self._q("MATCH (r:Request {id: $id}) RETURN count(*)", {"id": request_id})[0][0]):
+            return False
+        self._q("CREATE (:Request {id: $id, created_at: $now})", {"id": request_id, "now": now})
+        return True
 
     def _trim_oplog(self, now: str) -> None:
         self._trim_due = None

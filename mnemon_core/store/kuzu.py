@@ -50,6 +50,7 @@ KUZU = CypherDialect(
         "created_at STRING)",
         "CREATE NODE TABLE Tail(session STRING PRIMARY KEY, insight_id STRING)",
         "CREATE NODE TABLE Meta(key STRING PRIMARY KEY, value INT64)",
+        "CREATE NODE TABLE Request(id STRING PRIMARY KEY, created_at STRING)",
     ),
     tables="CALL show_tables() RETURN name",
     per_type=True,
@@ -81,6 +82,14 @@ def directory(url: str) -> Path:
 
 _open: dict[Path, tuple[Any, Shared, bool]] = {}  # path → (kuzu.Database, its Shared, read-only)
 _open_lock = threading.Lock()
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _first_line(e: BaseException) -> str:
@@ -155,6 +164,7 @@ class KuzuStore(CypherStore):
             raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
                              path=str(self.path)) from e
         self.shared = _attach(self.path, readonly)
+        self._file = _file_id(self.path)
         self._closed = False
         try:
             self._bootstrap()
@@ -222,6 +232,10 @@ class KuzuStore(CypherStore):
         if not self._closed:
             self._closed = True
             _detach(self.path)
+
+    def replaced(self) -> bool:
+        """The file at the store's path is no longer the one opened (removed, or restored over)."""
+        return _file_id(self.path) != self._file
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + ".wal")) if p.exists())
