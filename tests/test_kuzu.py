@@ -184,3 +184,27 @@ def test_import_killed_midway_leaves_whole_batches(tmp_path: Path, url: str) -> 
         assert sum(1 for e in s.iter_edges() if e.edge_type == "temporal") == 2 * (n - 1)
     finally:
         s.close()
+
+
+def test_a_read_only_open_then_a_writer_in_one_process(tmp_path: Path) -> None:
+    """The resident engine may open a store for a `--readonly` call first, then for a write: the database is
+    reopened for writing under both, and the read-only one goes on reading."""
+    from mnemon_core.models import Insight
+    from mnemon_core.store.kuzu import KuzuStore
+
+    path = tmp_path / "s.kuzu"
+    KuzuStore(path).close()
+    reader = KuzuStore(path, readonly=True)
+    writer = KuzuStore(path)
+    try:
+        t = "2026-01-01T00:00:00Z"
+        writer.insert_insight(Insight(id="a", content="written after a read-only open", created_at=t, updated_at=t),
+                              {"written"})
+        assert [i.id for i in reader.iter_active()] == ["a"]
+        with pytest.raises(RuntimeError):  # the reader's transactions stay read-only
+            with reader.transaction():
+                reader.insert_insight(Insight(id="b", content="refused", created_at=t, updated_at=t), {"refused"})
+        assert writer.count_active() == 1
+    finally:
+        reader.close()
+        writer.close()

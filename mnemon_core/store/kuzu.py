@@ -96,31 +96,51 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+def _database(path: Path, readonly: bool) -> Any:
+    """A `kuzu.Database`, waiting up to LOCK_WAIT_S for another process to let the file go."""
+    kuzu = _kuzu()
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            return kuzu.Database(str(path), read_only=readonly, buffer_pool_size=BUFFER_POOL_BYTES,
+                                 max_db_size=MAX_DB_BYTES, max_num_threads=QUERY_THREADS)
+        except RuntimeError as e:
+            if "Could not set lock" not in str(e):
+                raise StoreError(f"cannot open database {path}: {_first_line(e)}", path=str(path)) from e
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"database is locked: another process held {path} longer than the {LOCK_WAIT_S:g} s lock "
+                    "timeout (Kùzu lets one process at a time write a database); try again", path=str(path),
+                ) from e
+            time.sleep(LOCK_POLL_S)
+
+
 def _attach(path: Path, readonly: bool) -> Shared:
-    """This process's `Shared` of the database at path, opening it (waiting for another process to let it go)."""
+    """This process's `Shared` of the database at path, opening it. A database this process holds read-only
+    is reopened for writing when a writer comes (the resident engine serves `--readonly` and other calls alike);
+    its read-only store objects go on over the new connection, their transactions read-only."""
     kuzu = _kuzu()
     with _open_lock:
         entry = _open.get(path)
         if entry is not None:
-            if entry[2] and not readonly:
-                raise StoreError(f"{path} is open read-only in this process; close it first", path=str(path))
-            entry[1].handles += 1
-            return entry[1]
-        deadline = time.monotonic() + LOCK_WAIT_S
-        while True:
-            try:
-                db = kuzu.Database(str(path), read_only=readonly, buffer_pool_size=BUFFER_POOL_BYTES,
-                                   max_db_size=MAX_DB_BYTES, max_num_threads=QUERY_THREADS)
-                break
-            except RuntimeError as e:
-                if "Could not set lock" not in str(e):
-                    raise StoreError(f"cannot open database {path}: {_first_line(e)}", path=str(path)) from e
-                if time.monotonic() >= deadline:
-                    raise StoreError(
-                        f"database is locked: another process held {path} longer than the {LOCK_WAIT_S:g} s lock "
-                        "timeout (Kùzu lets one process at a time write a database); try again", path=str(path),
-                    ) from e
-                time.sleep(LOCK_POLL_S)
+            db, shared, ro = entry
+            if ro and not readonly:
+                with shared.lock:
+                    shared.conn.close()
+                    db.close()
+                    try:
+                        db = _database(path, False)
+                    except BaseException:
+                        db = _database(path, True)  # as it was
+                        shared.conn = kuzu.Connection(db)
+                        _open[path] = (db, shared, True)
+                        raise
+                    shared.conn = kuzu.Connection(db)
+                    shared.prepared.clear()  # prepared on the closed connection
+                    _open[path] = (db, shared, False)
+            shared.handles += 1
+            return shared
+        db = _database(path, readonly)
         shared = Shared(kuzu.Connection(db))
         shared.handles = 1
         _open[path] = (db, shared, readonly)
