@@ -16,6 +16,7 @@ the store's active insights, and such a vector is never served.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import threading
 import time
@@ -63,6 +64,8 @@ def client(url: str) -> Any:
         if not target.startswith("/") or not target.endswith(".db"):
             raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {url!r}")
     pymilvus = _pymilvus()
+    for name in ("pymilvus", "milvus_lite"):  # their warnings (one per scan: "failed to get mvccTs …") are not ours
+        logging.getLogger(name).setLevel(logging.ERROR)
     with _clients_lock:
         c = _clients.get(url)
         if c is None:
