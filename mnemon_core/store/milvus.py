@@ -39,7 +39,9 @@ PREFIX = "mnemon_"
 ID_MAX = 512  # the longest insight id a collection holds (VARCHAR primary key)
 MODEL_MAX = 512
 PAGE = 1000  # ids per get, rows per insert
-REFRESH_SLACK_NS = 5_000_000_000  # a reader looks this far back past the newest write it saw (other writers' clocks)
+# A reader of a Milvus server looks this far back past the newest write it saw (other writers' clocks); Milvus Lite
+# has one process, whose writes carry its own clock, so it looks back not at all.
+REFRESH_SLACK_NS = 5_000_000_000
 SEARCH_MARGIN = 16  # extra neighbours asked for, so that vectors of insights not in the store can be dropped
 
 _clients: dict[str, Any] = {}  # url → MilvusClient (Milvus Lite serves one client per file and process)
@@ -100,6 +102,7 @@ class MilvusVectors:
         self.url = url
         self.client = client(url)
         self.prefix = collection_prefix(store)
+        self.slack_ns = 0 if url.startswith("milvus://") else REFRESH_SLACK_NS
         self._dims: set[int] | None = None
 
     def _name(self, dim: int) -> str:
@@ -326,8 +329,8 @@ class WithVectors:
         written since the last call read from Milvus, kept only for insights active in the store."""
         with self._lock:
             cache = self._caches.get((model, dim))
-            since = self._seen_ns - REFRESH_SLACK_NS if cache is not None else -1
-            rows = list(self.milvus.rows(f"ts >= {since}", ["model", "active", "ts", "vec"], [dim]))
+            since = self._seen_ns - self.milvus.slack_ns if cache is not None else -1
+            rows = list(self.milvus.rows(f"ts > {since}", ["model", "active", "ts", "vec"], [dim]))
             if cache is None:
                 cache = self._caches[(model, dim)] = VectorCache(model, dim)
             if rows:
