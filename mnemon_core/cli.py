@@ -215,7 +215,7 @@ def _viz(a: argparse.Namespace) -> None:
 
 @command("daemon")
 def _daemon(a: argparse.Namespace) -> None:
-    from .client import daemon, data_dir_of
+    from .resident import daemon, data_dir_of
     from .config import environment
 
     emit(daemon(a.action, data_dir_of(["--data-dir", a.data_dir] if a.data_dir else [], environment())))
@@ -228,7 +228,7 @@ def _mcp(a: argparse.Namespace) -> None:
     serve(memory(a, origin="mcp"))
 
 
-# ---------------------------------------------------------------- extract / judge (extra mnemon[openai])
+# ---------------------------------------------------------------- extract / judge (extra mnemon-core[openai])
 # The LLM jobs live in the separate `mnemon_extractor` package, imported only when one of these runs.
 
 
@@ -323,7 +323,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
                        "http://localhost:11434/v1 (default $MNEMON_LLM_BASE_URL, else OpenAI); key in "
                        "$MNEMON_LLM_API_KEY")
 
-    s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon[openai])")
+    s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon-core[openai])")
     s.add_argument("file", help="Markdown/text transcript, ChatGPT or Claude conversations.json, JSON/JSONL "
                    "messages, LangChain messages")
     s.add_argument("-o", "--output", default="memory_draft.json", help="draft file (memory_draft.json)")
@@ -334,7 +334,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
     s.add_argument("--source", default="chat-export", help="source label of the draft (chat-export)")
     llm_flags(s)
 
-    s = cmd("judge", "LLM link judge: link an insight to the candidates it picks (extra mnemon[openai])")
+    s = cmd("judge", "LLM link judge: link an insight to the candidates it picks (extra mnemon-core[openai])")
     s.add_argument("id", nargs="?", help="insight id")
     s.add_argument("--recent", type=int, default=None, metavar="N", help="judge the N newest insights")
     s.add_argument("--dry-run", action="store_true", help="print the decisions, link nothing")
@@ -525,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("daemon", "The resident engine that serves this data directory's commands warm")
     s.add_argument("action", choices=["start", "stop", "status"])
 
-    s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon[mcp])")
+    s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon-core[mcp])")
     msub = s.add_subparsers(dest="mcp_command", metavar="<subcommand>", required=True)
     msub.add_parser("serve", help="serve the memory tools over stdio", description="Serve the memory tools "
                     "over stdio; --store, --data-dir and --readonly pick the store at start-up.", parents=[glob])
@@ -593,7 +593,8 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one error boundary
-        from .errors import debug, fault_message
+        from .config import debug
+        from .errors import fault_message
 
         message = fault_message(e)
         if message is None:

@@ -48,7 +48,7 @@ from .models import (
     StatusResult,
 )
 from .store import Filters, Store, open_store
-from .text import token_set, tokens_of
+from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
@@ -325,9 +325,10 @@ class Memory:
         the `VerboseRecallResult` itself (`verbose`) or a `BriefRecallResult` (`brief`, excerpts of at most
         `excerpt_chars`); for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
         `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
-        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access.
+        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access (none when
+        nothing matched: `no_match`).
         """
-        from .recall import output
+        from .recall.results import brief_basic
 
         def shape() -> None:
             if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
@@ -339,9 +340,9 @@ class Memory:
         if basic:
             rows = self.store.like_search(query, scope, limit)
             self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
-            return output.brief_basic(rows, excerpt_chars) if brief else rows
+            return brief_basic(rows, excerpt_chars) if brief else rows
         found = self._retrieve(query, limit, intent, scope, config)
-        return found if verbose else output.brief(found, excerpt_chars) if brief else output.compact(found)
+        return found if verbose else found.brief(excerpt_chars) if brief else found.compact()
 
     def retrieve(
         self,
@@ -404,8 +405,11 @@ class Memory:
         )
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
-        self._accessed([r.id for r in results], "recall", f"q={query} hits={len(results)}")
-        return output.verbose(results, insights, chosen, found.meta, config.confidence == "evidence")
+        # What a recall that matched nothing offers (recency, the graph) was not used: no access is counted.
+        used = [] if found.meta.no_match else [r.id for r in results]
+        self._accessed(used, "recall", f"q={query} hits={len(results)}")
+        labels = [found.labels[r.id] for r in results] if found.labels is not None else None
+        return output.verbose(results, insights, chosen, found.meta, labels)
 
     # ------------------------------------------------------------------ import / embed
 
@@ -514,19 +518,28 @@ class Memory:
     # ------------------------------------------------------------------ search / related
 
     def search(self, query: str, *, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
-        """Keyword search: share of the query's tokens each insight holds, ties by importance."""
+        """Keyword search with recall's keyword signal: BM25 over the query's stemmed terms ("migration" finds
+        "migrations"), score = BM25 / this query's best; ties by importance, newer, id."""
         validate_text(query, "query")
         check_limit(limit)
         store = self.store
-        q = token_set(query)
-        n = len(q) or 1
-        top = store.token_hits(q, limit=limit)
-        rows = store.get_insights([h.id for h in top])
+        bm25: dict[str, float] = {}
+        for term in dict.fromkeys(terms(query)):
+            for id_, s in store.term_scores(term):
+                bm25[id_] = bm25.get(id_, 0.0) + s
+        ranked = sorted(bm25.items(), key=lambda kv: -kv[1])
+        if len(ranked) > limit:  # only what can make the cut is read and ordered on the full key
+            cut = ranked[limit - 1][1]
+            ranked = [kv for kv in ranked if kv[1] >= cut]
+        rows = store.get_insights([i for i, _ in ranked])
+        found = sorted((kv for kv in ranked if kv[0] in rows), key=lambda kv: kv[0])
+        found.sort(key=lambda kv: rows[kv[0]].created_at, reverse=True)
+        found.sort(key=lambda kv: (-kv[1], -rows[kv[0]].importance))
+        best = found[0][1] if found else 0.0
         out = [
-            SearchHit(id=h.id, content=rows[h.id].content, category=rows[h.id].category,
-                      importance=rows[h.id].importance, tags=rows[h.id].tags, score=h.hits / n)
-            for h in top
-            if h.id in rows
+            SearchHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
+                      tags=rows[i].tags, score=s / best if best > 0 else 0.0)
+            for i, s in found[:limit]
         ]
         self._accessed([h.id for h in out], "search", f"q={query} hits={len(out)}")
         return out

@@ -38,9 +38,9 @@ from pg import missing as _pg_missing  # noqa: E402
 from pg import pg_store_name, pg_url  # noqa: E402, F401
 
 
-# Kùzu (an embedded graph database, `mnemon[kuzu]`) runs where the package is installed, in a directory of the
+# Kùzu (an embedded graph database, `mnemon-core[kuzu]`) runs where the package is installed, in a directory of the
 # test's; "milvus" (tests/test_store_contract.py only) is SQLite with its vectors in one Milvus Lite file per session
-# (`mnemon[milvus]`), each test in a store of its own.
+# (`mnemon-core[milvus]`), each test in a store of its own.
 _EXTRA = {"kuzu": ("kuzu", "kuzu"), "milvus": ("pymilvus", "milvus")}
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu"]
 

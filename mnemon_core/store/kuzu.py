@@ -1,4 +1,4 @@
-"""The graph-database store: Kùzu, embedded, spoken to in Cypher (`store/cypher.py`); extra `mnemon[kuzu]`.
+"""The graph-database store: Kùzu, embedded, spoken to in Cypher (`store/cypher.py`); extra `mnemon-core[kuzu]`.
 
 Selected by `MNEMON_DATABASE_URL=kuzu:///abs/dir` (or `--database-url`). Each store is one Kùzu database in that
 directory, `<dir>/<store>.kuzu`, so stores are isolated from each other as Postgres schemas are in one database.

@@ -1,5 +1,5 @@
 """A store's vectors in Milvus, beside a SQLite, Postgres or Kùzu store: `MNEMON_VECTOR_URL=milvus:///abs/file.db`
-(Milvus Lite, embedded, a local file) or `http://host:19530` (a Milvus server); extra `mnemon[milvus]`.
+(Milvus Lite, embedded, a local file) or `http://host:19530` (a Milvus server); extra `mnemon-core[milvus]`.
 
 The design documents' mapping for a vector database: remember = upsert, recall = ANN search, link = a metadata
 reference, which the relational store beside it carries (edges, keyword indexes, the oplog stay there). Milvus

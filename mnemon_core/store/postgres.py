@@ -1,6 +1,6 @@
 """The scale-out store: Postgres + pgvector, for many agent processes on many machines sharing one memory.
 
-Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra `mnemon[postgres]`.
+Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra `mnemon-core[postgres]`.
 
 Layout: one Postgres schema per store (`mnemon_<name>`), so stores stay isolated in one database and a store is
 dropped with its schema. Each holds the SQLite store's tables in Postgres terms:

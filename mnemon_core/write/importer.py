@@ -4,7 +4,7 @@ the write pipeline, for a whole validated draft (`draft.py`) at once.
 Insights are written in batches, each batch embedded in one call (outside the transaction) and committed as
 one transaction, so an import killed midway leaves whole batches and no half-written insight, and running it
 again skips what is already there (exact duplicates map to the existing id). A final transaction adds the
-conversation steps and the explicit edges, rebuilds the temporal backbone through the imported items,
+conversation steps (between consecutive items of one `session`) and the explicit edges, rebuilds the temporal backbone through the imported items,
 refreshes EI and runs auto-prune once.
 """
 
@@ -179,11 +179,13 @@ class _Importer:
 
     def _steps(self) -> list[tuple[str, str]]:
         """The conversation's steps: consecutive items of one session, in draft order, at least one of them
-        written by this import."""
+        written by this import. An item without a session belongs to no conversation: a draft of unrelated
+        facts gains no conversation edges."""
         items, steps = self.draft.insights, []
         for i in range(1, len(items)):
             a, b = self.ids[i - 1], self.ids[i]
-            if a is None or b is None or a == b or items[i - 1].session != items[i].session:
+            session = items[i].session
+            if a is None or b is None or a == b or session is None or items[i - 1].session != session:
                 continue
             if a not in self.added and b not in self.added:  # both were there before this import
                 continue
