@@ -52,7 +52,7 @@ def checked_backend(name: str) -> str:
     if name == "postgres" and _pg_missing():
         pytest.skip(_pg_missing())
     if name in _EXTRA and importlib.util.find_spec(_EXTRA[name][0]) is None:
-        pytest.skip(f"{_EXTRA[name][0]} is not installed (pip install 'mnemon[{_EXTRA[name][1]}]')")
+        pytest.skip(f"{_EXTRA[name][0]} is not installed (pip install 'mnemon-core[{_EXTRA[name][1]}]')")
     return name
 
 
