@@ -22,7 +22,7 @@ from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
 from .base import NO_FILTERS, AnnSearch, Filters
-from .vectors import VectorCache, normalise
+from .vectors import VectorCache, nearest
 
 INSIGHT_COLUMNS = (
     "id", "content", "category", "importance", "tags", "entities", "source", "access_count", "created_at",
@@ -305,15 +305,7 @@ class SQLStore:
     def nearest(self, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The exact answer from the matrix, or the ANN index's where one serves (a backend whose database
         searches by itself overrides this)."""
-        vec = np.asarray(vector, dtype=np.float32)
-        index = self.ann_index(model, int(vec.shape[0]))
-        if index is not None:
-            keys, cos = index.search(vec, k)
-            return [(i, float(c)) for i, c in zip(index.ids(keys), cos) if i is not None]
-        ids, mat = self.vector_matrix(model, int(vec.shape[0]))
-        cos = mat @ normalise(vec)
-        best = sorted(range(len(ids)), key=lambda r: (-cos[r], ids[r]))[:k]
-        return [(ids[r], float(cos[r])) for r in best]
+        return nearest(self, model, vector, k)
 
     def unembedded(self, model: str, limit: int) -> list[Insight]:
         rows = self._exec(
