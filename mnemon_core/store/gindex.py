@@ -235,6 +235,18 @@ class Rejected(NamedTuple):
 def open_index(path: Path, *, uid: int | None, counter: int) -> GraphIndex | Rejected | None:
     """The index at `path` if it is whole, of this store (`uid`) and not ahead of its committed `counter`;
     a `Rejected` saying why not; None without a file."""
+    got = map_file(path, MAGIC, FORMAT, uid=uid, counter=counter)
+    if got is None or isinstance(got, Rejected):
+        return got
+    mm, header, identity = got
+    return GraphIndex(path, mm, header, identity)
+
+
+def map_file(
+    path: Path, magic: bytes, fmt: int, *, uid: int | None, counter: int, copy: bool = False
+) -> tuple[mmap.mmap, dict, tuple[int, int, int]] | Rejected | None:
+    """(mapping, header, identity) of a checked file written by `_write` (this magic and format, this store,
+    its "counter" not ahead of `counter`); `copy`: a private copy-on-write mapping the caller may write to."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -245,12 +257,12 @@ def open_index(path: Path, *, uid: int | None, counter: int) -> GraphIndex | Rej
         st = os.fstat(fd)
         if st.st_size < 24:
             return Rejected(path, "torn: shorter than its header")
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY if copy else mmap.ACCESS_READ)
     except (OSError, ValueError) as e:
         return Rejected(path, f"unreadable: {e}")
     finally:
         os.close(fd)
-    reason = _check(mm, st.st_size)
+    reason = _check(mm, st.st_size, magic, fmt)
     if isinstance(reason, str):
         mm.close()
         return Rejected(path, reason)
@@ -261,12 +273,12 @@ def open_index(path: Path, *, uid: int | None, counter: int) -> GraphIndex | Rej
     if header["counter"] > counter:
         mm.close()
         return Rejected(path, f"ahead of the store (counter {header['counter']} > {counter})")
-    return GraphIndex(path, mm, header, (st.st_ino, st.st_mtime_ns, st.st_size))
+    return mm, header, (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _check(mm: mmap.mmap, size: int) -> dict | str:
+def _check(mm: mmap.mmap, size: int, magic: bytes, fmt: int) -> dict | str:
     """The header when the file is whole, else what is wrong with it."""
-    if mm[:8] != MAGIC:
+    if mm[:8] != magic:
         return "not an index file (bad magic)"
     n = int.from_bytes(mm[8:16], "little")
     crc = int.from_bytes(mm[16:24], "little")
@@ -279,8 +291,8 @@ def _check(mm: mmap.mmap, size: int) -> dict | str:
         header = json.loads(raw)
     except ValueError:
         return "damaged: header unreadable"
-    if header.get("format") != FORMAT:
-        return f"format {header.get('format')} (this release reads {FORMAT})"
+    if header.get("format") != fmt:
+        return f"format {header.get('format')} (this release reads {fmt})"
     if header.get("size") != size:
         return f"torn: {size} bytes, header says {header.get('size')}"
     for name, (dtype, count, offset, nbytes, digest) in header["sections"].items():
@@ -434,7 +446,7 @@ def _postings(kind: str, post: dict[str, tuple[list[int], list[int] | None]]) ->
     return out
 
 
-def _write(path: Path, header: dict, sections: dict[str, np.ndarray]) -> int:
+def _write(path: Path, header: dict, sections: dict[str, np.ndarray], magic: bytes = MAGIC) -> int:
     """Header and sections to a temporary file, synced, renamed over `path`."""
     layout: dict[str, list] = {}
     blobs: list[tuple[int, bytes]] = []
@@ -456,7 +468,7 @@ def _write(path: Path, header: dict, sections: dict[str, np.ndarray]) -> int:
     assert 24 + len(raw) <= base
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as f:
-        f.write(MAGIC + len(raw).to_bytes(8, "little") + zlib.crc32(raw).to_bytes(8, "little") + raw)
+        f.write(magic + len(raw).to_bytes(8, "little") + zlib.crc32(raw).to_bytes(8, "little") + raw)
         f.write(b"\0" * (base - 24 - len(raw)))
         for off, blob in blobs:
             f.seek(base + off)

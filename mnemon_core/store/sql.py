@@ -319,16 +319,20 @@ class SQLStore:
         """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
         incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""
         with self._vector_lock:
-            cache = self._vectors.get((model, dim))
-            if cache is None:
-                cache = self._vectors[(model, dim)] = VectorCache(model, dim)
             top = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'vec_seq'")
             top_seq = int(top[0]) if top else 0
+            cache = self._vectors.get((model, dim))
+            if cache is None:
+                cache = self._vectors[(model, dim)] = self._mapped_vectors(model, dim, top_seq) or VectorCache(model, dim)
             if top_seq > cache.high_water:
                 for rows in self._vector_changes(cache.high_water, top_seq):
                     cache.apply(rows, cache.high_water)
                 cache.apply([], top_seq)
             return cache.snapshot()
+
+    def _mapped_vectors(self, model: str, dim: int, top_seq: int) -> VectorCache | None:
+        """A cache started from a vector matrix file at or before `top_seq` (`vecfile.py`), None: none."""
+        return None
 
     def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
         """(id, float32 blob, model, active) of every row whose vector changed after `after`, in batches."""

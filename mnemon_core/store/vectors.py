@@ -23,6 +23,13 @@ def decode(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype="<f4")
 
 
+def normalise_rows(mat: np.ndarray) -> np.ndarray:
+    """Each row divided by its length (rows of length 0 stay 0)."""
+    m = np.asarray(mat, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", m, m))
+    return m / np.where(norms > 0, norms, 1.0).astype(np.float32)[:, None]
+
+
 def normalise(vec: np.ndarray) -> np.ndarray:
     v = np.asarray(vec, dtype=np.float32)
     n = float(np.linalg.norm(v))
@@ -43,41 +50,61 @@ class VectorCache:
         self._n = 0
         self._snapshot: tuple[list[str], np.ndarray] | None = None  # until the next change
 
+    @classmethod
+    def mapped(cls, model: str, dim: int, ids: list[str], rows: np.ndarray, high_water: int) -> VectorCache:
+        """A cache whose first len(ids) rows of `rows` (writable, more rows as room to grow) are live."""
+        cache = cls(model, dim)
+        cache._mat = rows
+        cache._live = np.zeros(rows.shape[0], dtype=bool)
+        cache._live[: len(ids)] = True
+        cache._n = len(ids)
+        cache._ids = ids
+        cache._row = dict(zip(ids, range(len(ids))))
+        cache.high_water = high_water
+        return cache
+
     def apply(self, rows: list[tuple[str, bytes | None, str | None, bool]], high_water: int) -> None:
-        """rows: (id, blob, model, active). A row of another model/dim or inactive is removed."""
+        """rows: (id, blob, model, active). A row of another model/dim or inactive is removed; of one id
+        named twice the later row wins. The rows are decoded, normalised and placed as one array (a first
+        load of 100k rows one by one cost about two CPU seconds)."""
         if rows:
             self._snapshot = None
-        for id_, blob, model, active in rows:
-            vec = None
-            if active and blob is not None and model == self.model:
-                v = decode(blob)
-                if v.shape[0] == self.dim:
-                    vec = normalise(v)
-            r = self._row.get(id_)
-            if vec is None:
-                if r is not None:
-                    self._live[r] = False
-                    self._mat[r] = 0.0
-                continue
-            if r is None:
-                r = self._append(id_)
-            self._mat[r] = vec
-            self._live[r] = True
+            last = {r[0]: k for k, r in enumerate(rows)}
+            if len(last) < len(rows):
+                rows = [rows[k] for k in sorted(last.values())]
+            width = 4 * self.dim
+            keep = [r for r in rows if r[3] and r[1] is not None and r[2] == self.model and len(r[1]) == width]
+            if len(keep) < len(rows):
+                gone = [r[0] for r in rows if not (r[3] and r[1] is not None and r[2] == self.model
+                                                   and len(r[1]) == width)]
+                at = [self._row[i] for i in gone if i in self._row]
+                self._live[at] = False
+                self._mat[at] = 0.0
+            if keep:
+                vecs = normalise_rows(np.frombuffer(b"".join(r[1] for r in keep), dtype="<f4").reshape(-1, self.dim))  # type: ignore[misc]
+                at = np.fromiter((self._row.get(r[0], -1) for r in keep), dtype=np.int64, count=len(keep))
+                new = np.flatnonzero(at < 0)
+                if new.size:
+                    at[new] = self._append([keep[k][0] for k in new.tolist()])
+                self._mat[at] = vecs
+                self._live[at] = True
         self.high_water = max(self.high_water, high_water)
 
-    def _append(self, id_: str) -> int:
-        if self._n == self._mat.shape[0]:
-            cap = max(64, self._n * 2)
+    def _append(self, ids: list[str]) -> np.ndarray:
+        """Rows for new ids (the matrix grows by doubling)."""
+        need = self._n + len(ids)
+        if need > self._mat.shape[0]:
+            cap = max(64, self._n * 2, need)
             mat = np.zeros((cap, self.dim), dtype=np.float32)
             mat[: self._n] = self._mat[: self._n]
             live = np.zeros(cap, dtype=bool)
             live[: self._n] = self._live[: self._n]
             self._mat, self._live = mat, live
-        r = self._n
-        self._n += 1
-        self._ids.append(id_)
-        self._row[id_] = r
-        return r
+        first = self._n
+        self._n = need
+        self._ids.extend(ids)
+        self._row.update(zip(ids, range(first, need)))
+        return np.arange(first, need, dtype=np.int64)
 
     def snapshot(self) -> tuple[list[str], np.ndarray]:
         """(ids, matrix) of the live rows, made once per change and shared by the callers until the next one
