@@ -670,7 +670,8 @@ class SQLiteStore(SQLStore):
         """The vector matrix file of each model with `gindex.MIN_ROWS` vectors (`vecfile.py`), at this
         snapshot's `vec_seq`; `missing_only`: only of the models this process holds and that have no file."""
         if missing_only:
-            models = [k for k in self._vectors if not vecfile.path_for(self.path, *k).exists()]
+            models = [k for k, c in self._vectors.items()
+                      if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(self.path, *k).exists()]
         else:
             models = [(m, int(d)) for m, d in (k.rsplit(":", 1) for k, c in self.vector_counts().items()
                                                if c >= gindex.MIN_ROWS)]
@@ -868,7 +869,8 @@ class SQLiteStore(SQLStore):
                 if not unknown and floor <= cur.counter and (
                     rows == 0 if force else rows < max(gindex.FOLD_MIN, gindex.FOLD_SHARE * cur.n)
                 ):
-                    if any(not vecfile.path_for(self.path, *k).exists() for k in self._vectors):
+                    if any(c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(self.path, *k).exists()
+                           for k, c in self._vectors.items()):
                         with gindex.writer_lock(path) as mine:
                             if mine:
                                 self.db.execute("BEGIN")  # the vectors at one vec_seq

@@ -106,6 +106,10 @@ class VectorCache:
         self._row.update(zip(ids, range(first, need)))
         return np.arange(first, need, dtype=np.int64)
 
+    def rows(self) -> int:
+        """Rows held, deleted ones included until reused."""
+        return self._n
+
     def snapshot(self) -> tuple[list[str], np.ndarray]:
         """(ids, matrix) of the live rows, made once per change and shared by the callers until the next one
         (they read it, never change it): with a deleted row it is a copy of the whole matrix, which a warm
