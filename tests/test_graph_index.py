@@ -30,11 +30,12 @@ from mnemon_core.text import tokens_of
 
 VOCAB = ["redis", "cache", "latency", "postgres", "pool", "kafka", "queue", "deploy", "outage", "disk", "caches",
          "café", "naïve", "x1"]
-ENTITIES = ["Redis", "Postgres", "Kafka", "Ünïcode", "AWS"]
+ENTITIES = ["Redis", "Postgres", "Kafka", "Ünïcode", "AWS", "WAY", "Way"]  # WAY: a spelling that is a stop word
 SOURCES = ["user", "agent", "Alice", "alice", "ALICE"]
 TYPES = ["temporal", "semantic", "causal", "entity", "supersedes"]
 SUBS = [None, "backbone", "proximity", "conversation", "other"]
-QUERIES = ["why redis cache latency", "Postgres pool", "alice kafka queue", "when did the disk outage", "café AWS"]
+QUERIES = ["why redis cache latency", "Postgres pool", "alice kafka queue", "when did the disk outage", "café AWS",
+           "which way kafka"]
 
 
 def _insight(i: int, rng: random.Random) -> tuple[Insight, frozenset[str]]:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..entities import ACRONYM_STOPWORDS
 from ..store import Filters, Store, TokenHit
 from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1
 from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
@@ -439,6 +440,21 @@ class GraphView:
                         hit = np.unique(self.intern(fetch(key)))
                     memo[key] = hit
                 out.append(hit)
+        return out
+
+    def known_entities(self, candidates: Sequence[str]) -> set[str]:
+        """`Store.known_entities(candidates, casefold=True)`'s spellings as `query_entities` needs them. With
+        the file, a candidate is known when its entity posting holds a node, and is given in lower case
+        (the query's entities are lower-cased in the end), except where the spelling decides whether it is a
+        stop word (the acronym list is case-sensitive): those few are asked of the store."""
+        if self._gx is None:
+            return set(self.store.known_entities(candidates, casefold=True).values())
+        keys = list(dict.fromkeys(c.lower() for c in candidates))
+        known = [k for k, p in zip(keys, self.postings((), keys)) if p.size]
+        spelled = [k for k in known if k.upper() in ACRONYM_STOPWORDS]
+        out = set(known).difference(spelled)
+        if spelled:
+            out.update(self.store.known_entities(spelled, casefold=True).values())
         return out
 
     def source_postings(self, names: Sequence[str]) -> list[np.ndarray]:

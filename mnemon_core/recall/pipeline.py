@@ -144,7 +144,7 @@ def _signals(
     scoped = scope.category is not None or scope.source is not None
     bm25 = config.keyword == "bm25"
     tokens = [] if bm25 else sorted(token_set(query))
-    entities = _query_entities(store, query)
+    entities = _query_entities(view, query)
     if config.source_entity:
         entities = sorted({*entities, *_query_sources(view, query)})
     posts = view.postings(tokens, entities)
@@ -234,12 +234,12 @@ def _ann_signal(
     return rank, cosine_of
 
 
-def _query_entities(store: Store, query: str) -> list[str]:
+def _query_entities(view: GraphView, query: str) -> list[str]:
     """The query's entities, lower-cased and distinct (known-entity path case-insensitive)."""
     words = ASCII_WORD_RE.findall(query)
     candidates = [*words, *extract_entities(query)]
-    known = store.known_entities(candidates, casefold=True).values() if candidates else ()
-    return sorted({e.lower() for e in query_entities(query, set(known)) if e})
+    known = view.known_entities(candidates) if candidates else set()
+    return sorted({e.lower() for e in query_entities(query, known) if e})
 
 
 def _query_sources(view: GraphView, query: str) -> list[str]:
