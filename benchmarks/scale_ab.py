@@ -1,0 +1,68 @@
+"""Two source trees on the same cached `scale.py` store, alternated in one session: warm recall CPU p50/p95
+(the same queries, after the same warm-up), a digest of the results (ids, scores, via) to show they are the
+same, and the first recall of a fresh process (`scale.first_recall`). Each measurement runs in a child
+process with PYTHONPATH set to its tree, so the "before" tree is a `git worktree` of the base commit.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/scale_ab.py --sizes 10000,100000 BEFORE_TREE AFTER_TREE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+_WARM = """
+import hashlib, json, sys, time
+sys.path.insert(0, {bench!r})
+import synth, scale
+from mnemon_core import Memory
+emb = synth.PresetEmbedder()
+texts = scale.preset(emb, {n}, {warmup} + {count}, seed={n})
+mem = Memory(data_dir=scale.data_dir({n}), store="default", embedder=emb)
+for q in texts[:{warmup}]:
+    mem.recall(q)
+cpu, got = [], []
+for q in texts[{warmup}:]:
+    c = time.process_time()
+    r = mem.retrieve(q)
+    cpu.append((time.process_time() - c) * 1000)
+    got.append([(h.insight.id, h.score, h.via) for h in r.results])
+mem.close()
+print(json.dumps({{"cpu_p50": synth.pct(cpu, 50), "cpu_p95": synth.pct(cpu, 95),
+                  "results": hashlib.sha1(json.dumps(got).encode()).hexdigest()}}))
+"""
+
+_FIRST = "import json, scale; print(json.dumps(scale.first_recall({n}, True, runs={runs})))"
+
+
+def child(tree: str, code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": tree, "OPENBLAS_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=os.path.join(tree, "benchmarks"))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trees", nargs="+")
+    ap.add_argument("--sizes", default="10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--first-runs", type=int, default=3)
+    a = ap.parse_args()
+    for n in (int(s) for s in a.sizes.split(",")):
+        for _ in range(a.rounds):
+            for tree in a.trees:
+                bench = os.path.join(tree, "benchmarks")
+                row = {"tree": tree, "n": n,
+                       **child(tree, _WARM.format(bench=bench, n=n, warmup=a.warmup, count=a.queries)),
+                       "first": child(tree, _FIRST.format(n=n, runs=a.first_runs))}
+                print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
