@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from .resident import connect, data_dir_of, exchange, start_after, warn
 
-# The client is the whole start-up cost of a served call: no typing, socket or json until a call needs them,
-# and paths are strings (pathlib costs a start ~10 ms).
+# The client is the whole start-up cost of a served call: no typing or collections, and paths are strings
+# (pathlib costs a start ~10 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # Commands an agent runs every turn; the engine serves them from warm memory.
@@ -64,15 +64,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     code, request, start = serve_remotely(args) if wants_engine(args, os.environ) else (None, None, False)
     if code is not None:
         return code
-    from . import once
     from .cli import main as in_process
 
-    token = once.begin(request) if request is not None else None
+    if request is not None:  # the rerun of a call the engine did not answer, under the same request id
+        from . import once  # (dataclasses: not for every in-process call)
+
+        token = once.begin(request)
+        try:
+            return in_process(args)
+        finally:
+            once.end(token)
     try:
         return in_process(args)
     finally:
-        if token is not None:
-            once.end(token)
         # After the call, so the engine's start-up does not compete with it for the CPU; and only for a data
         # directory the call found or made (a failed call writes nothing, not even a log).
         if start:

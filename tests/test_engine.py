@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import _alive, run_cli, stop_engines
 from mnemon_core import client, resident
@@ -141,6 +143,26 @@ def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path
     assert status["stores_open"] == ["default"]  # opened by the warm-up, before any call reached it
     second = run_cli("recall", "warm")
     assert (second.out, second.err) == (first.out, first.err)
+
+
+# What a served call must not import: the standard library's heavier modules (json's and re's compiled patterns,
+# socket's enums, hashlib's OpenSSL, typing, argparse, pathlib) and the in-process CLI. A served call costs the
+# interpreter's start and the client, nothing more.
+CLIENT_MUST_NOT_IMPORT = ("json", "socket", "hashlib", "re", "enum", "typing", "argparse", "pathlib", "dataclasses",
+                          "struct", "shutil", "collections", "functools", "mnemon_core.cli", "mnemon_core.once")
+
+
+def test_a_served_call_imports_only_the_client(engine_on: Path) -> None:
+    run_cli("remember", "a light client", env={"MNEMON_DAEMON": "off"})
+    run_cli("daemon", "start")
+    code = ("import sys\nbefore = set(sys.modules)\nfrom mnemon_core.client import main\ncode = main(['recall', 'light'])\n"
+            f"print([m for m in {CLIENT_MUST_NOT_IMPORT!r} if m in sys.modules and m not in before], file=sys.stderr)\n"
+            "sys.exit(code)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert (p.returncode, p.stderr) == (0, "[]\n")
+    assert [h["content"] for h in json.loads(p.stdout)["results"]] == ["a light client"]
 
 
 def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
@@ -278,3 +300,42 @@ def test_which_calls_go_to_the_engine() -> None:
     assert not client.wants_engine(["recall", "--help"], on) and not client.wants_engine(["--version"], on)
     assert not client.wants_engine(["recall", "x", "--no-daemon"], on)
     assert not client.wants_engine(["recall", "x"], {"MNEMON_DAEMON": "off"})
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                    max_leaves=20)
+
+
+def framed(body: bytes) -> dict | None:
+    """What `resident.receive` makes of one frame carrying `body`."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(len(body).to_bytes(resident.HEADER_BYTES, "big") + body)
+        return resident.receive(b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(), JSON, max_size=6))
+def test_a_message_arrives_as_json_sent_it(message: dict) -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        resident.send(a, message)
+        assert resident.receive(b) == json.loads(json.dumps(message))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=40), st.builds(lambda v: json.dumps(v).encode(), JSON),
+                 st.builds(lambda v, tail: json.dumps(v).encode() + tail, JSON, st.sampled_from([b" x", b"{}", b"1"]))))
+def test_a_frame_is_read_as_json_loads_reads_it(body: bytes) -> None:
+    try:  # a frame is UTF-8 (json.loads would also guess UTF-16 and UTF-32 from bytes)
+        expected = json.loads(body.decode("utf-8"))
+    except ValueError:
+        expected = None
+    assert framed(body) == (expected if isinstance(expected, dict) else None)
+
+
+def test_frames_that_are_no_message() -> None:
+    for body in (b"", b"  ", b"[1]", b'{"a": 1} {}', b'{"a": NaN}x', b"\xff{}", b'{"a": "\xc3"}', b'"text"'):
+        assert framed(body) is None, body
+    assert framed(b' {"a": [1, 2.5, -Infinity, null, true]} \n') == {"a": [1, 2.5, float("-inf"), None, True]}
