@@ -370,13 +370,25 @@ def _setup(a: argparse.Namespace) -> None:
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
     from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+    from .hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
         mem = memory(a)
         status = mem.status()
         return status.total_insights, status.edge_count, mem.settings.data_dir
 
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts))
+    def data_dir() -> Any:
+        from .config import UNSET, Settings
+
+        return Settings.resolve(data_dir=a.data_dir or UNSET, store=a.store or UNSET).data_dir
+
+    # The agent's commands name this executable with the data dir and store the hook was given.
+    command = cli_command()
+    if a.data_dir:
+        command += ["--data-dir", os.path.abspath(a.data_dir)]
+    if a.store:
+        command += ["--store", a.store]
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command))
 
 
 # ---------------------------------------------------------------- parser
@@ -477,7 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--store", default=argparse.SUPPRESS, help="store name (beats $MNEMON_STORE and the active file)")
     g.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS, help="refuse every write")
     g.add_argument("--embed-model", default=argparse.SUPPRESS, help="embedding model (default $MNEMON_EMBED_MODEL)")
-    g.add_argument("--database-url", default=argparse.SUPPRESS, help="postgresql://… (default $MNEMON_DATABASE_URL)")
+    g.add_argument("--database-url", default=argparse.SUPPRESS,
+                   help="postgresql://… or kuzu:///abs/dir (default $MNEMON_DATABASE_URL)")
     g.add_argument("--no-daemon", action="store_true", default=argparse.SUPPRESS,
                    help="run in this process, not in the data directory's resident engine ($MNEMON_DAEMON=off)")
 
@@ -559,16 +572,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_commands(cmd)  # extract, judge
 
-    s = cmd("migrate", "Copy a store into Postgres (insights, vectors, edges, oplog), verified by counts and a checksum")
-    s.add_argument("--from", dest="source", required=True, metavar="SRC", help="sqlite:PATH (sqlite: = current store)")
-    s.add_argument("--to", dest="target", required=True, metavar="URL", help="postgresql://… (store: --store)")
+    s = cmd("migrate", "Copy a store into Postgres or Kùzu (insights, vectors, edges, oplog), verified by counts and a "
+            "checksum")
+    s.add_argument("--from", dest="source", required=True, metavar="SRC",
+                   help="sqlite:PATH (sqlite: = current store), postgresql://… or kuzu:///dir")
+    s.add_argument("--to", dest="target", required=True, metavar="URL",
+                   help="postgresql://… or kuzu:///dir (store: --store)")
 
     s = cmd("receipt", "Recent operations as a shareable receipt: hashes of ids and details, no content")
     s.add_argument("--limit", type=int, default=20)
 
     s = cmd("setup", "Install the skill, the guide and hooks into coding-agent hosts (docs/agents.md)")
     s.add_argument("--target", nargs="+", action="extend", metavar="T",
-                   help="claude-code, codex, cursor, nanobot (default: the hosts detected)")
+                   help="claude-code, codex, cursor, nanobot, openclaw, pi, hermes, opencode (default: the hosts "
+                        "detected)")
     s.add_argument("--global", dest="is_global", action="store_true",
                    help="the user-wide config (~/.claude, ~/.codex, ...) instead of the project's")
     s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")

@@ -181,6 +181,7 @@ class Settings:
     max_insights: int = DEFAULT_MAX_INSIGHTS
     prune_min_age_s: float = DEFAULT_PRUNE_MIN_AGE_S
     database_url: str | None = None
+    vector_url: str | None = None  # MNEMON_VECTOR_URL: the vectors in Milvus beside the store (store/milvus.py)
     oplog_retention: OplogRetention = field(default_factory=OplogRetention)
     origin: str = "cli"  # who writes: "cli", "mcp", "agent" (library); marks oplog rows and link metadata
     session: str | None = None  # the remember session (MNEMON_SESSION): consecutive remembers are linked
@@ -236,6 +237,7 @@ class Settings:
                 parse_duration(age, "MNEMON_AUTO_PRUNE_MIN_AGE") if age is not None else DEFAULT_PRUNE_MIN_AGE_S
             ),
             database_url=database_url or _env("MNEMON_DATABASE_URL"),
+            vector_url=_env("MNEMON_VECTOR_URL"),
             oplog_retention=OplogRetention.from_env(),
             origin=origin,
             session=_env("MNEMON_SESSION"),

@@ -36,6 +36,7 @@ from .models import (
     ForgetResult,
     GcKeepResult,
     GcResult,
+    GraphIndexStatus,
     Insight,
     LinkResult,
     OplogEntry,
@@ -192,6 +193,14 @@ class Memory:
         if index is not None and index.stale():
             self.store.maintain_vector_index(emb.name, dim)
 
+    def _maintain_index(self) -> None:
+        """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best
+        effort: a write has succeeded whether or not the file could be written."""
+        try:
+            self.store.maintain_graph_index()
+        except (StoreError, OSError) as e:
+            self._warn(f"graph index not written ({e})")
+
     @contextmanager
     def _writing(self, now: str) -> Iterator[Store]:
         """A write transaction of this call: the served call's request id is recorded in it first (`once.py`),
@@ -262,7 +271,7 @@ class Memory:
             if existing is not None:
                 return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
-        by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
+        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
         with self._writing(now):
@@ -288,6 +297,7 @@ class Memory:
                 exclude=new_id, now=now, trigger=new_id,
             )
             self._log("remember", new_id, self._detail(inp.content), now)
+        self._maintain_index()
         return RememberResult(
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
@@ -428,7 +438,9 @@ class Memory:
         d = load_draft(draft)
         if dry_run:
             return DryRun.of(d)
-        return importer.import_draft(self._context(), d, no_diff=no_diff)
+        result = importer.import_draft(self._context(), d, no_diff=no_diff)
+        self._maintain_index()
+        return result
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
@@ -502,6 +514,7 @@ class Memory:
         with self._writing(now):
             store.soft_delete([id], now)
             self._log("forget", id, "", now)
+        self._maintain_index()
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
@@ -585,9 +598,25 @@ class Memory:
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
+            graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
+        )
+
+    def _index_status(self, store: Store) -> GraphIndexStatus | None:
+        from .store.gindex import GraphIndex
+
+        state = store.graph_index_state()
+        if state is None:
+            return None
+        if not isinstance(state, GraphIndex):
+            return GraphIndexStatus(path=str(state.path), state="rejected", reason=state.reason)
+        counter = store.graph_version()[0]
+        return GraphIndexStatus(
+            path=str(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
+            built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
+            behind=counter - state.counter,
         )
 
     def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:
