@@ -62,15 +62,21 @@ def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> 
 def code_stamp() -> str:
     """Which code this is: the package version and the newest source file, so that an engine started before
     an upgrade (or an edit of an editable install) is not asked by the new code."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    newest = 0
-    count = 0
-    for root, dirs, files in os.walk(here):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for f in files:
-            if f.endswith(".py"):
-                newest = max(newest, os.stat(os.path.join(root, f)).st_mtime_ns)
-                count += 1
+    newest = count = 0
+    pending = [os.path.dirname(os.path.realpath(__file__))]
+    while pending:  # os.walk's tree (no symlinked directory followed), read through its directory entries
+        try:
+            entries = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        pending.append(e.path)
+                elif e.name.endswith(".py") and e.is_file():
+                    newest = max(newest, e.stat().st_mtime_ns)
+                    count += 1
     from . import __version__
 
     return f"{__version__}:{count}:{newest}"

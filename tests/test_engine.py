@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import _alive, run_cli, stop_engines
+import mnemon_core
 from mnemon_core import client, resident
 from mnemon_core.engine import Engine
 
@@ -163,6 +164,28 @@ def test_a_served_call_imports_only_the_client(engine_on: Path) -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert (p.returncode, p.stderr) == (0, "[]\n")
     assert [h["content"] for h in json.loads(p.stdout)["results"]] == ["a light client"]
+
+
+def test_a_served_call_leaves_without_finalizing_and_keeps_its_status(engine_on: Path) -> None:
+    """`mnemon` (client.run) ends a call the engine answered at once: no finalization (nothing of it needs one),
+    the engine's output and exit status intact; an in-process call finalizes as any program does."""
+    run_cli("remember", "left at once", env={"MNEMON_DAEMON": "off"})
+    run_cli("daemon", "start")
+    code = ("import atexit, sys\natexit.register(lambda: print('finalized', file=sys.stderr))\n"
+            "from mnemon_core.client import run\nsys.argv = ['mnemon', *sys.argv[1:]]\nsys.exit(run())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+
+    def call(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                              env={**env, **extra}, timeout=60)
+
+    served, alone = call("recall", "left"), call("recall", "left", MNEMON_DAEMON="off")
+    assert (served.returncode, served.stderr) == (0, "") and alone.stderr == "finalized\n"
+    assert served.stdout == alone.stdout and json.loads(served.stdout)["results"][0]["content"] == "left at once"
+    missing = call("show", "nope")
+    assert missing.returncode == 1 and missing.stderr == call("show", "nope", MNEMON_DAEMON="off").stderr[
+        :-len("finalized\n")] != ""
 
 
 def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
@@ -339,3 +362,44 @@ def test_frames_that_are_no_message() -> None:
     for body in (b"", b"  ", b"[1]", b'{"a": 1} {}', b'{"a": NaN}x', b"\xff{}", b'{"a": "\xc3"}', b'"text"'):
         assert framed(body) is None, body
     assert framed(b' {"a": [1, 2.5, -Infinity, null, true]} \n') == {"a": [1, 2.5, float("-inf"), None, True]}
+
+
+def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
+    here = Path(resident.__file__).resolve().parent
+    files = [Path(root, f) for root, dirs, names in os.walk(here) if "__pycache__" not in Path(root).parts
+             for f in names if f.endswith(".py")]
+    newest = max(f.stat().st_mtime_ns for f in files)
+    assert resident.code_stamp() == f"{mnemon_core.__version__}:{len(files)}:{newest}"
+
+
+WARM_PROBE = """
+import json, os, sys, threading, time
+from mnemon_core import client, resident
+from mnemon_core.engine import Engine
+data_dir = sys.argv[1]
+engine = Engine(data_dir)
+thread = threading.Thread(target=engine.run, daemon=True)
+thread.start()
+deadline = time.monotonic() + 60
+while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    time.sleep(0.01)
+before = set(sys.modules)
+env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+reply = resident.ask(data_dir, {"op": "run", "id": "0" * 32, "argv": ["recall", "warm"], "stdin": None,
+                                "env": {**env, "MNEMON_DATA_DIR": data_dir}})
+engine.stop()
+thread.join(60)
+print(json.dumps({"code": reply["code"], "new": sorted(set(sys.modules) - before)}))
+"""
+
+
+def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -> None:
+    """The engine binds its socket once warm: the first call it serves imports nothing more (a first served call
+    that paid for the recall's modules came after calls that ran in-process meanwhile, and was the slowest)."""
+    run_cli("remember", "warm start", env={"MNEMON_DAEMON": "off"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", WARM_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert json.loads(p.stdout.splitlines()[-1]) == {"code": 0, "new": []}, p.stderr
+    assert "warm-up" not in p.stderr  # the engine's log: its warm-up met no fault
