@@ -76,6 +76,15 @@ class Message(L.Turn):
         return f"batch {self.batch}"
 
 
+@dataclass(frozen=True)
+class Probe(L.Question):
+    """A BEAM question; a knowledge update also says which evidence is the original statement (`older`) and
+    which the update (`newer`)."""
+
+    older: tuple[str, ...] = ()
+    newer: tuple[str, ...] = ()
+
+
 def strip_marker(text: str) -> str:
     """The message without its trailing plan marker (`"... ->-> 1,1"`)."""
     return PLAN_MARKER.sub("", text.strip()).strip()
@@ -135,7 +144,14 @@ def parse_chat(sample: dict[str, Any]) -> L.Conversation:
             evidence = tuple(i for i in ids if i in known)
             dropped += len(ids) - len(evidence)
             if evidence:
-                questions.append(L.Question(str(q["question"]), ability, evidence))
+                src = q.get("source_chat_ids")
+                older = newer = ()
+                if isinstance(src, dict) and ability == "knowledge_update":
+                    older = tuple(i for i in dict.fromkeys(str(x) for x in flatten_ids(src.get("original_info")))
+                                  if i in known)
+                    newer = tuple(i for i in dict.fromkeys(str(x) for x in flatten_ids(src.get("updated_info")))
+                                  if i in known)
+                questions.append(Probe(str(q["question"]), ability, evidence, older, newer))
     return L.Conversation(str(sample.get("id", "")), tuple(turns), tuple(questions), dropped)
 
 
@@ -165,6 +181,36 @@ def ability_markdown(result: L.Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def update_order(result: L.Run, chats: Sequence[L.Conversation]) -> dict[str, tuple[float, int]]:
+    """ranker → (share of knowledge updates whose newest statement ranks above the original, questions), over
+    the knowledge-update questions whose original and update are different messages; a message not returned
+    ranks after every returned one, and a tie (neither returned) counts half."""
+    pairs = {(c.sample_id, q.question): (set(q.older), set(q.newer)) for c in chats for q in c.questions
+             if isinstance(q, Probe) and q.older and q.newer and not set(q.older) & set(q.newer)}
+    out = {}
+    for name, rows in result.rankings.items():
+        wins, n = 0.0, 0
+        for conv, _, question, ranked, _ in rows:
+            if (conv, question) not in pairs:
+                continue
+            older, newer = pairs[(conv, question)]
+            pos = {id_: i for i, id_ in enumerate(ranked)}
+            o = min((pos.get(i, len(ranked)) for i in older), default=len(ranked))
+            w = min((pos.get(i, len(ranked)) for i in newer), default=len(ranked))
+            wins += 1.0 if w < o else 0.5 if w == o else 0.0
+            n += 1
+        out[name] = (wins / n if n else float("nan"), n)
+    return out
+
+
+def update_markdown(result: L.Run, chats: Sequence[L.Conversation]) -> str:
+    order = update_order(result, chats)
+    n = next(iter(order.values()))[1] if order else 0
+    lines = [f"| ranker | update above original ({n} knowledge updates) |", "| --- | ---: |"]
+    lines += [f"| {name} | {share:.3f} |" for name, (share, _) in order.items()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.beam", description=__doc__.split("\n\n")[0])
     p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
@@ -191,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = L.run(chats, rankers, store_dir=store_dir, seed=args.seed)
     print(L.markdown(result, command, ABILITIES, ASKED))
     print(ability_markdown(result))
+    print(update_markdown(result, chats))
     if args.plot:
         path = L.plot(result.scores(), Path(args.plot), "BEAM evidence recall@k (six abilities)")
         print(f"plot: {path}", file=sys.stderr)

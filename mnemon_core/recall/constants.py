@@ -67,6 +67,13 @@ FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
 # Sources that are roles, not someone: the defaults of remember, import and the faces. A query saying "the user"
 # names no one in particular, so these never count as the query's entities (`source_entity`).
 ROLE_SOURCES = frozenset({"user", "assistant", "agent", "system", "import", "chat-export"})
+# Who said it (prior.py): an assistant's reply in an imported chat restates what the user said at length; its
+# score is multiplied by this (fitted with the rerank weights: benchmarks/RESULTS.md, "BEAM").
+REPLY_SOURCE_FACTOR: dict[str, float] = {"assistant": 0.6}
+# Knowledge updates (updates.py): a newer result goes ahead of an older one when it scores at least
+# (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP).
+UPDATE_MARGIN = 0.1
+UPDATE_MIN_OVERLAP = 0.5
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
 HYBRID_ANCHOR_TOP_K = 100
 # Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold
