@@ -53,7 +53,7 @@ def objective(stores: dict[tuple[str, str], L.MnemonRanker], part: Benchmarks) -
 
 def cross_validate(
     locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation], *, store_dir: Path | None = None,
-    seed: int = 0, log: Any = sys.stderr,
+    seed: int = 0, kinds: Sequence[str] = KINDS, log: Any = sys.stderr,
 ) -> str:
     """Markdown: per test fold, the weights fitted on the other fold and R@10 per benchmark and mode beside the
     shipped recipe's; then the search on everything (in sample)."""
@@ -63,19 +63,19 @@ def cross_validate(
     a, b = folds(locomo, beam)
     everything: Benchmarks = {"LoCoMo": list(locomo), "BEAM": list(beam)}
     head = ["fitted on", "tested on", "weights with vectors (kw, ent, sim, graph)", "without vectors", "decay",
-            "reply", *(f"{bench} {kind.split('-')[1]}: fitted / shipped" for kind in KINDS for bench in everything)]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: | ---: |" + " ---: |" * 4]
+            "reply", *(f"{bench} {kind.split('-')[1]}: fitted / shipped" for kind in kinds for bench in everything)]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: | ---: |" + " ---: |" * 2 * len(kinds)]
 
     def names(part: Benchmarks) -> str:
         return ", ".join(c.sample_id for convs in part.values() for c in convs)
 
-    with L.mnemon_stores([*locomo, *beam], KINDS, store_dir=store_dir, seed=seed, log=log) as stores:
+    with L.mnemon_stores([*locomo, *beam], kinds, store_dir=store_dir, seed=seed, log=log) as stores:
         for train, test in ((a, b), (b, a), (everything, everything)):
             print(f"fitting on {names(train)}", file=log)
-            got = L.fit(objective(stores, train), start, log)
+            got = L.fit(objective(stores, train), start, log, kinds)
             cells = ["all", "all (in sample)"] if train is everything else [names(train), names(test)]
             cells += [str(got.vectors), str(got.no_vectors), f"{got.decay:.2f}", f"{got.reply:.2f}"]
-            for kind in KINDS:
+            for kind in kinds:
                 fitted, shipped = r10(stores, test, kind, got.config()), r10(stores, test, kind, HYBRID)
                 cells += [f"{fitted[n]:.3f} / {shipped[n]:.3f}" for n in everything]
             lines.append("| " + " | ".join(cells) + " |")
@@ -88,10 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--beam", default=str(B.DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
+    p.add_argument("--kinds", default=",".join(KINDS), help="fit with vectors, without, or both (default: %(default)s)")
     args = p.parse_args(argv)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    if not kinds or any(k not in KINDS for k in kinds):
+        p.error(f"--kinds takes {' and/or '.join(KINDS)}")
     command = "python -m benchmarks.fit" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     table = cross_validate(L.load_conversations(args.locomo), B.load_chats(args.beam),
-                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed)
+                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
+                           kinds=kinds)
     print(table + f"\nCommand:\n\n    {command}\n")
     return 0
 

@@ -772,14 +772,20 @@ def _scalar(value: float, step: float, lo: float = 0.0, hi: float = 1.0) -> floa
     return round(min(hi, max(lo, value + step)), 4)
 
 
-def fit(objective: Objective, start: Fitted, log: Any = sys.stderr) -> Fitted:
+def fit(
+    objective: Objective, start: Fitted, log: Any = sys.stderr, kinds: Sequence[str] = ("mnemon-local", "mnemon-none")
+) -> Fitted:
     """Coordinate ascent from `start`: vector weights and decay on mnemon-local, the no-vector weights on
-    mnemon-none, the reply factor on both."""
+    mnemon-none, the reply factor on both (on the one of `kinds` alone when only one is given)."""
     best = start
     searches: tuple[tuple[str, str, tuple[int, ...]], ...] = (
         ("mnemon-local", "vectors", (0, 1, 2, 3)), ("mnemon-none", "no_vectors", (0, 1, 3)),
         ("mnemon-local", "decay", (0,)), ("both", "reply", (0,)))
     for kind, field, slots in searches:
+        if kind == "both" and len(kinds) == 1:
+            kind = kinds[0]
+        if kind not in kinds and kind != "both":
+            continue
         score = _both(objective) if kind == "both" else objective
         current = score(kind, best.config())
         for step in FIT_STEPS:

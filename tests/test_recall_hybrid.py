@@ -334,3 +334,26 @@ def test_a_knowledge_update_comes_before_the_statement_it_updates(mem: Memory) -
     assert _smart(mem, q, HYBRID)[:2] == ["may", "march"]
     # A much better older match keeps its place: the same update at half the score does not pass it.
     assert _smart(mem, q, HYBRID.model_copy(update={"update_margin": 0.01}))[:2] == ["march", "may"]
+
+
+def test_cli_an_imported_chat_answers_with_the_users_statement(tmp_path: Path) -> None:
+    draft = {"schema_version": "1", "source": "chat-export", "insights": [
+        {"content": "user: Our budget tracker keeps its data in PostgreSQL since the April migration.",
+         "source": "user", "session": "1", "created_at": "2024-04-02T10:00:00Z"},
+        {"content": "assistant: PostgreSQL for a budget tracker: keep budget data in PostgreSQL tables, back the "
+         "PostgreSQL budget data up nightly, and index the budget data by month.", "source": "assistant",
+         "session": "1", "created_at": "2024-04-02T10:01:00Z"},
+        {"content": "user: The dashboard API response time is 400ms.", "source": "user", "session": "2",
+         "created_at": "2024-03-01T09:00:00Z"},
+        {"content": "user: Dashboard API response time is now 250ms after caching.", "source": "user",
+         "session": "3", "created_at": "2024-05-01T09:00:00Z"},
+    ]}
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(draft), encoding="utf-8")
+    assert run_cli("import", str(path), "--no-diff").code == 0
+    out = run_cli("recall", "where is the budget data stored? PostgreSQL", "--limit", "2")
+    assert out.code == 0
+    assert [h["content"][:10] for h in out.json()["results"]] == ["user: Our ", "assistant:"]
+    out = run_cli("recall", "What is the dashboard API response time?", "--limit", "2")
+    assert [h["content"][:28] for h in out.json()["results"]] == [
+        "user: Dashboard API response", "user: The dashboard API resp"]
