@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/locomo.py` as well as `pytho
     sys.path.insert(0, str(ROOT))
 
 from mnemon_core.embed.base import BaseEmbedder
-from mnemon_core.embed.local import E5_DIMENSIONS, E5_MAX_WINDOWS, LocalEmbedder
+from mnemon_core.embed.local import E5_MAX_WINDOWS, LocalEmbedder
 from mnemon_core.text import tokenize
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -227,14 +227,18 @@ def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int =
 # ---------------------------------------------------------------------------------------------------- vectors
 
 
-class CachedLocalEmbedder(LocalEmbedder):
+class CachedLocalEmbedder(BaseEmbedder):
     """The `local` embedder (same name, calibration, prefixes and windows) with a disk cache in front of the
     model, so a re-run embeds no window it has embedded before. Keyed by model, query/passage and the window
-    text's SHA-256 (a text that fits one window is its own window)."""
+    text's SHA-256 (a text that fits one window is its own window). `inner` puts the cache in front of another
+    embedder instead (benchmarks/peers: MiniLM), one entry per whole text."""
 
-    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", max_windows: int = E5_MAX_WINDOWS) -> None:
-        super().__init__(max_windows)
-        self._cache_size = 16384
+    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", inner: BaseEmbedder | None = None,
+                 max_windows: int = E5_MAX_WINDOWS) -> None:
+        if inner is None:
+            inner = LocalEmbedder(max_windows)
+        super().__init__(inner.name, dimensions=inner.dimensions, calibration=inner.calibration, cache_size=16384)
+        self.inner = inner
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         ignore = cache_path.parent / ".gitignore"  # the cache never reaches git, whatever the repo ignores
         if not ignore.exists():
@@ -247,7 +251,17 @@ class CachedLocalEmbedder(LocalEmbedder):
         kind = "query" if query else "passage"
         return hashlib.sha256(f"{self.name}\0{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _embed_windows(self, windows: list[str], *, query: bool) -> np.ndarray:
+    def available(self) -> bool:
+        return self.inner.available()
+
+    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        if isinstance(self.inner, LocalEmbedder):
+            return self.inner.pooled(texts, query=query, embed=self._cached)
+        return self._cached(texts, query=query, embed=self.inner.embed_batch)
+
+    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None) -> np.ndarray:
+        """One vector per window, from the disk cache or `embed` (the local model's passes by default)."""
+        embed = embed or self.inner._embed_windows  # type: ignore[attr-defined]
         keys = [self._disk_key(t, query) for t in windows]
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
@@ -258,13 +272,13 @@ class CachedLocalEmbedder(LocalEmbedder):
         todo = list({k: t for k, t in zip(keys, windows) if k not in found}.items())
         for start in range(0, len(todo), 64):  # committed every 64 windows: a stopped run keeps its work
             part = todo[start : start + 64]
-            vecs = np.asarray(super()._embed_windows([t for _, t in part], query=query), dtype="<f4")
+            vecs = np.asarray(embed([t for _, t in part], query=query), dtype="<f4")
             self.computed += len(part)
             with self.db:
                 self.db.executemany("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
                                     [(k, v.tobytes()) for (k, _), v in zip(part, vecs)])
             found.update((k, v) for (k, _), v in zip(part, vecs))
-        return np.stack([found[k] for k in keys]) if keys else np.zeros((0, E5_DIMENSIONS), dtype="<f4")
+        return np.stack([found[k] for k in keys]) if keys else np.zeros((0, self.dimensions), dtype="<f4")
 
     def close(self) -> None:
         self.db.close()

@@ -1,8 +1,8 @@
 """The resident engine of one data directory: `python -m mnemon_core.engine DATA_DIR` (started by the client,
 `client.py`, on the first call that needs it).
 
-It serves only a data directory of its user's that nobody else may write (`client.private_dir`), listens on
-`DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `client.engine_key`),
+It serves only a data directory of its user's that nobody else may write (`resident.private_dir`), listens on
+`DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `resident.engine_key`),
 and answers only a peer that runs as its user (SO_PEERCRED). Each request runs in a thread of its own through
 the same `cli.main` the in-process CLI runs, with the request's arguments and settings, and the engine sends
 back what it printed and its exit status; while a command runs it sends a heartbeat every HEARTBEAT_S, so a
@@ -35,7 +35,7 @@ from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Any, TextIO
 
-from . import client
+from . import resident
 
 IDLE_DEFAULT_S = 300.0
 AFTER_WAIT_S = 5.0  # how long a first call's engine waits for that call's process to end before starting up
@@ -110,7 +110,7 @@ class _Heartbeat:
         return True
 
     def _beat(self) -> None:
-        while not self.done.wait(client.HEARTBEAT_S):
+        while not self.done.wait(resident.HEARTBEAT_S):
             if not self._send({"beat": self.beats}):
                 return
 
@@ -120,7 +120,7 @@ class _Heartbeat:
                 return False
             self.beats += 1
             try:
-                client.send(self.conn, message)
+                resident.send(self.conn, message)
             except OSError:  # the client went away
                 return False
             return True
@@ -134,10 +134,10 @@ class _Heartbeat:
 class Engine:
     def __init__(self, data_dir: str) -> None:
         self.data_dir = os.path.realpath(data_dir)
-        self.key = client.engine_key(os.environ)
-        self.socket_name = client.engine_file(self.key, ".sock")
-        self.state_name = client.engine_file(self.key, ".json")
-        self.stamp = client.code_stamp()
+        self.key = resident.engine_key(os.environ)
+        self.socket_name = resident.engine_file(self.key, ".sock")
+        self.state_name = resident.engine_file(self.key, ".json")
+        self.stamp = resident.code_stamp()
         self.started = time.time()
         self.last_request = time.monotonic()
         self.idle_s = _idle_seconds(os.environ.get("MNEMON_DAEMON_IDLE"))
@@ -204,12 +204,12 @@ class Engine:
         this key lives, or the directory is not one to serve."""
         import fcntl
 
-        self.dir_fd = client.private_dir(self.data_dir)
+        self.dir_fd = resident.private_dir(self.data_dir)
         if self.dir_fd is None:
             _log(f"not serving {self.data_dir}: not a directory of this user's that no one else may write")
             return False
         try:
-            self.lock_fd = os.open(client.engine_file(self.key, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC |
+            self.lock_fd = os.open(resident.engine_file(self.key, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC |
                                    os.O_NOFOLLOW, 0o600, dir_fd=self.dir_fd)
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:  # BlockingIOError: held by a live engine of this key
@@ -237,7 +237,7 @@ class Engine:
         tmp = f"{self.socket_name}.{os.getpid()}"
         old = os.umask(0o177)  # only the main thread runs yet
         try:
-            server.bind(client.address(self.dir_fd, self.data_dir, tmp))
+            server.bind(resident.address(self.dir_fd, self.data_dir, tmp))
             server.listen(64)
             st = os.stat(tmp, dir_fd=self.dir_fd, follow_symlinks=False)
             self.socket_id = (st.st_dev, st.st_ino)
@@ -316,10 +316,10 @@ class Engine:
     def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
-                if client.peer_uid(conn) != os.geteuid():
+                if resident.peer_uid(conn) != os.geteuid():
                     return
                 conn.settimeout(REQUEST_TIMEOUT_S)  # a connection that never sends is hung up on
-                request = client.receive(conn)
+                request = resident.receive(conn)
                 if request is None:
                     return
                 with self.lock:
@@ -337,10 +337,10 @@ class Engine:
     def _answer(self, request: dict[str, Any], conn: socket.socket) -> None:
         op = request.get("op")
         if op == "status":
-            client.send(conn, self.status())
+            resident.send(conn, self.status())
         elif op == "stop":
             self.stop()
-            client.send(conn, {"pid": os.getpid(), "stopping": True})
+            resident.send(conn, {"pid": os.getpid(), "stopping": True})
         elif op == "run" and self._serves(request):
             beats = _Heartbeat(conn)
             if not beats.start():

@@ -33,7 +33,7 @@ from mnemon_core.errors import ValidationError
 from mnemon_core.progress import progress_bar
 from mnemon_core.text import jaccard, token_set
 from mnemon_core.timeutil import parse as parse_time
-from mnemon_core.write.constants import MAX_ENTITIES, MAX_TAGS, NEGATION_PHRASES
+from mnemon_core.write.constants import MAX_ENTITIES, MAX_SESSION_BYTES, MAX_TAGS, NEGATION_PHRASES
 
 from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunk, TokenCounter, chunk_conversations
 from .errors import ExtractionError
@@ -407,8 +407,10 @@ class Extractor:
                                          attempts=answer.attempts, error=answer.error or "unknown error"))
             return
         local: list[int] = []
+        # The source conversation is the insights' session: import links consecutive ones of it, nothing else.
+        session = chunk.conversation.encode(errors="ignore")[:MAX_SESSION_BYTES].decode(errors="ignore") or None
         for ins in answer.value.insights:
-            ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk)}
+            ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk), "session": session}
             local.append(collected.add(ins))
 
         def glob(v: int) -> int:

@@ -128,9 +128,13 @@ class LocalEmbedder(BaseEmbedder):
             return windows(text, count, E5_WINDOW_TOKENS, self.max_windows) or [(text, count(text))]
 
     def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        return self.pooled(texts, query=query, embed=self._embed_windows)
+
+    def pooled(self, texts: list[str], *, query: bool, embed: Callable[..., Any]) -> np.ndarray:
+        """One vector per text: its windows' vectors by `embed(windows, query=...)`, token-weighted mean."""
         pieces = [self.windows(t, query=query) for t in texts]
         flat = [w for p in pieces for w, _ in p]
-        vecs = np.asarray(self._embed_windows(flat, query=query), dtype=np.float32)
+        vecs = np.asarray(embed(flat, query=query), dtype=np.float32)
         if len(flat) == len(texts):
             return vecs
         out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
