@@ -636,7 +636,7 @@ def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -
         ids, mat = store.vector_matrix(mem.embedder.name, int(qvecs.shape[1]))
         vectors = VectorInput(qvecs[0], ids, mat, mem.embedder.calibration)
     if not recency:
-        store.latest = lambda **kw: []  # the recency signal is the pipeline's only call to latest()
+        store.latest_ids = lambda **kw: []  # the recency signal is the pipeline's only call to latest_ids()
     try:
         found = smart_recall(
             store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
@@ -644,7 +644,7 @@ def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -
         )
     finally:
         if not recency:
-            del store.latest
+            del store.latest_ids
     return [r.id for r in found.results]
 
 
