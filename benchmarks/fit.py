@@ -82,12 +82,13 @@ def _objective(table: Table, part: Benchmarks, kinds: Sequence[str], cand: int) 
 
 def cross_validate(
     locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation], *, beam_vectors: Sequence[str] | None = None,
-    store_dir: Path | None = None, seed: int = 0, kinds: Sequence[str] = KINDS, log: Any = sys.stderr,
+    shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES, store_dir: Path | None = None,
+    seed: int = 0, kinds: Sequence[str] = KINDS, log: Any = sys.stderr,
 ) -> str:
     """Markdown: per test fold, the grid's set chosen on the other fold and R@10 per benchmark and mode beside the
     shipped recipe's; then the choice on everything (in sample). Every candidate is scored once per
     conversation; a fold's R@10 is over its questions. `beam_vectors` limits mnemon-local to those BEAM chats."""
-    cands = candidates()
+    cands = candidates(shares, replies)
     a, b = folds(locomo, beam)
     everything: Benchmarks = {"LoCoMo": list(locomo), "BEAM": list(beam)}
     table: Table = {}
@@ -133,15 +134,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--kinds", default=",".join(KINDS), help="fit with vectors, without, or both (default: %(default)s)")
+    p.add_argument("--shares", default=",".join(map(str, SHARES)), help="similarity shares of the grid "
+                   "(default: %(default)s)")
+    p.add_argument("--replies", default=",".join(map(str, REPLIES)), help="reply factors of the grid "
+                   "(default: %(default)s)")
     p.add_argument("--beam-vectors", default="", help="comma-separated BEAM chats mnemon-local is scored on "
                    "(default: all)")
     args = p.parse_args(argv)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if not kinds or any(k not in KINDS for k in kinds):
         p.error(f"--kinds takes {' and/or '.join(KINDS)}")
+    def floats(text: str) -> list[float]:
+        try:
+            return [float(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            p.error(f"not a list of numbers: {text!r}")
+
     command = "python -m benchmarks.fit" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
     table = cross_validate(L.load_conversations(args.locomo), B.load_chats(args.beam),
                            beam_vectors=[c.strip() for c in args.beam_vectors.split(",") if c.strip()] or None,
+                           shares=floats(args.shares), replies=floats(args.replies),
                            store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
                            kinds=kinds)
     print(table + f"\nCommand:\n\n    {command}\n")
