@@ -119,7 +119,7 @@ def cross_validate(
         best = max(range(len(cands)), key=lambda i: (_objective(table, train, kinds, i), -i))
         got = cands[best]
         cells = ["all", "all (in sample)"] if train is everything else [names(train), names(test)]
-        cells += [str(got.vectors), f"{got.reply:.2f}"]
+        cells += [str(got.vectors) if "mnemon-local" in kinds else "-", f"{got.reply:.2f}"]
         for kind in kinds:
             fitted, shipped = _fold_r10(table, test, kind, best), _fold_r10(table, test, kind, 0)
             cells += [f"{fitted[n]:.3f} / {shipped[n]:.3f}" if n in fitted else "-" for n in everything]
