@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,10 @@ import pytest
 
 from mnemon_core.draft import ImportDraft
 from mnemon_extractor import Extractor
+from mnemon_extractor.chunking import chunk_conversations
 from mnemon_extractor.errors import ExtractionError, LLMError
-from mnemon_extractor.extract import ChunkFailure
+from mnemon_extractor.extract import ChunkFailure, Dropped, answer_tokens
+from mnemon_extractor.readers import read_export
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,14 +90,27 @@ def test_good_structured_answer_gives_the_exact_draft():
                    "reason": "the choice made the latency possible"}],
     }
     r = ex.last_report
-    assert r.model_dump() == {
+    report = r.model_dump()
+    calls = report.pop("calls")
+    assert (report.pop("seconds") >= 0, report.pop("tokens_per_s") > 0) == (True, True)
+    assert report == {
         "file": str(FIX / "chatgpt_conversations.json"), "format": "chatgpt", "model": "fake-model",
         "mode": "structured", "conversations": 2, "messages": 6, "chunks": 2, "chunks_failed": 0,
-        "insights": 3, "merged": 0, "edges": 1, "failures": [],
+        "insights": 3, "merged": 0, "edges": 1, "failures": [], "insights_dropped": 0, "edges_dropped": 0,
+        "dropped_by_rule": {}, "dropped": [], "splits": 0,
         "tokens": {"prompt": 200, "completion": 40, "total": 240},
     }
+    chunks = chunk_conversations(read_export(FIX / "chatgpt_conversations.json").conversations)
+    assert [(c["chunk"], c["messages"], c["outcome"], c["max_tokens"], c["answer_tokens"], c["insights"])
+            for c in calls] == [(0, "1-4", "ok", answer_tokens(chunks[0].tokens), 20, 2),
+                                (1, "1-2", "ok", answer_tokens(chunks[1].tokens), 20, 1)]
+    assert all(c["tokens_per_s"] > 0 for c in calls)
     first = s.requests[0]
     assert first["model"] == "fake-model"
+    # Bounded and repeatable: the answer's limit sized to the chunk, greedy sampling with a fixed seed, streamed.
+    assert (first["max_tokens"], first["temperature"], first["seed"], first["stream"]) == (
+        512 + 2 * chunks[0].tokens, 0.0, 0, True)
+    assert first["stream_options"] == {"include_usage": True}
     fmt = first["response_format"]
     assert (fmt["type"], fmt["json_schema"]["name"], fmt["json_schema"]["strict"]) == (
         "json_schema", "ExtractionAnswer", True)
@@ -162,15 +178,61 @@ def test_a_limit_error_fixed_on_the_retry_is_accepted():
     assert "insights[0].tags: too many tags (21, max 20)" in s.requests[1]["messages"][-1]["content"]
 
 
-def test_edges_out_of_range_and_self_edges_are_rejected():
-    bad = {"insights": [TERSE], "edges": [
-        {"source_index": 0, "target_index": 0, "edge_type": "semantic", "weight": 0.5, "reason": ""},
-        {"source_index": 0, "target_index": -1, "edge_type": "causal", "weight": 0.5, "reason": ""}]}
+def test_bad_edges_are_dropped_alone_and_the_insights_kept():
+    """A model that chains edges past its insights (0→1 … 3→4 over 3 insights) loses those edges, not the
+    insights; there is no retry (it would repeat the same answer)."""
+    reason = "Qdrant latency follows from the Qdrant choice"
+    bad = {"insights": [QDRANT, LATENCY, TERSE], "edges": [
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7, "reason": reason},
+        {"source_index": 1, "target_index": 1, "edge_type": "semantic", "weight": 0.5, "reason": reason},
+        {"source_index": 2, "target_index": 3, "edge_type": "semantic", "weight": 0.5, "reason": reason},
+        {"source_index": 0, "target_index": -1, "edge_type": "causal", "weight": 0.5, "reason": reason},
+        {"source_index": 0, "target_index": 2, "edge_type": "entity", "weight": 1.5, "reason": reason},
+        {"source_index": 0, "target_index": 2, "edge_type": "because", "weight": 0.5, "reason": reason}]}
     with FakeOpenAIServer([Reply.json(bad)]) as s:
         run = extractor(s).run(FIX / "messages.json")
-    assert run.report.failures[0].error == (
-        "invalid answer after 2 attempts: edges[0].target_index: must differ from source_index (0); "
-        "edges[1].target_index: index -1 out of range (this answer has 1 insights)")
+    assert len(s.requests) == 1 and run.report.failures == []
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 1)]
+    assert [(d.kind, d.rule, d.item, d.detail) for d in run.report.dropped] == [
+        ("edge", "out-of-range", "edges[1]: 1 -> 1",
+         "edges[1].target_index: must differ from source_index (1)"),
+        ("edge", "out-of-range", "edges[2]: 2 -> 3",
+         "edges[2].target_index: index 3 out of range (this answer has 3 insights)"),
+        ("edge", "out-of-range", "edges[3]: 0 -> -1",
+         "edges[3].target_index: index -1 out of range (this answer has 3 insights)"),
+        ("edge", "invalid", "edges[4]", "edges[4].weight: weight must be between 0.0 and 1.0, got 1.50"),
+        ("edge", "invalid", "edges[5]",
+         "edges[5].edge_type: Input should be 'causal', 'semantic', 'temporal' or 'entity'"),
+    ]
+    assert (run.report.edges_dropped, run.report.dropped_by_rule) == (5, {"out-of-range": 3, "invalid": 2})
+
+
+def test_a_bad_insight_is_dropped_alone_and_an_answer_with_none_usable_is_retried():
+    too_important = {**LATENCY, "importance": 7}
+    edge = {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6,
+            "reason": "the Qdrant choice set the latency"}
+    with FakeOpenAIServer([Reply.json({"insights": [QDRANT, too_important], "edges": [edge]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert len(s.requests) == 1
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"]] and run.draft.edges == []
+    assert run.report.dropped == [
+        Dropped(chunk=0, kind="insight", rule="invalid", item=LATENCY["content"],
+                detail="insights[1].importance: importance must be 1-5, got 7"),
+        Dropped(chunk=0, kind="edge", rule="end-dropped", item="edges[0]: 0 -> 1",
+                detail="edges[0]: insight 1 was dropped"),
+    ]
+
+
+def test_an_empty_retry_after_a_rejected_answer_is_a_failure_not_nothing_to_remember():
+    with FakeOpenAIServer([Reply.json({"insights": [{**TERSE, "importance": 9}], "edges": []}),
+                           Reply.json({"insights": [], "edges": []})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft is None and len(s.requests) == 2
+    assert run.report.failures == [ChunkFailure(
+        chunk=0, conversation="Support bot session", messages="1-2", attempts=2,
+        error="the answer was rejected (insights[0].importance: importance must be 1-5, got 9), and the retry "
+              "came back empty")]
 
 
 def test_429_is_retried_by_the_client():
@@ -189,18 +251,31 @@ def test_429_that_persists_fails_the_chunk_with_a_clear_error():
     assert run.report.failures[0].attempts == 0
 
 
-def test_a_timeout_is_retried_by_the_client():
+def test_a_timed_out_request_is_not_sent_again_and_the_error_names_the_setting():
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2)]) as s:
-        ex = extractor(s, timeout=0.5, max_retries=1)
-        draft = ex.extract(FIX / "messages.json")
-    assert len(draft.insights) == 1 and len(s.requests) == 2
+        run = extractor(s, timeout=0.5, max_retries=2).run(FIX / "messages.json")
+    assert run.draft is None and len(s.requests) == 1  # the same request would wait out the same timeout
+    assert run.report.failures[0].error == (
+        "the model server did not answer within 0.5s (MNEMON_LLM_TIMEOUT sets the limit): no token yet (a CPU "
+        "server may take minutes to read a long prompt: raise MNEMON_LLM_TIMEOUT or lower --chunk-tokens)")
 
 
-def test_a_timeout_that_persists_fails_the_chunk():
-    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3)]) as s:
-        run = extractor(s, timeout=0.3, max_retries=0).run(FIX / "messages.json")
-    assert run.draft is None
-    assert run.report.failures[0].error == "the model server did not answer within 0.3s (1 try)"
+def test_a_timeout_names_the_speed_seen():
+    """The timeout bounds silence, not length: a slow answer that keeps coming is read to the end; one that
+    stops halfway fails with the speed it had; after an answer, a silent server is told by that speed."""
+    slow = Reply.json(CHUNK2, token_delay=0.02)  # ~25 pieces, 0.5 s in all: longer than the timeout
+    with FakeOpenAIServer(by_part([slow], [Reply.json(CHUNK2, stall=2)])) as s:
+        ex = extractor(s, timeout=0.3)
+        run = ex.run(FIX / "chatgpt_conversations.json")
+    assert run.report.calls[0].outcome == "ok" and run.report.calls[0].seconds >= 0.4
+    error = run.report.failures[0].error
+    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): it "
+                        r"went silent after \d+ tokens of this answer at [\d.]+ tokens/s", error), error
+    with FakeOpenAIServer(by_part([slow], [Reply.json(CHUNK2, delay=2)])) as s:
+        run = extractor(s, timeout=0.3).run(FIX / "chatgpt_conversations.json")
+    error = run.report.failures[0].error
+    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): no "
+                        r"token of this answer yet; its answers so far came at [\d.]+ tokens/s", error), error
 
 
 def test_a_server_that_keeps_timing_out_is_given_up_on():
@@ -220,7 +295,8 @@ def test_a_server_that_keeps_timing_out_is_given_up_on():
         answers = [llm.ask([{"role": "user", "content": "hi"}], Chunk, lambda d: d) for _ in range(4)]
         sent = len(s.requests)
     assert MAX_CONSECUTIVE_TIMEOUTS == 2 and sent == 2
-    assert [a.error for a in answers[:2]] == ["the model server did not answer within 0.3s (1 try)"] * 2
+    assert [a.error.split(":")[0] for a in answers[:2]] == [
+        "the model server did not answer within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)"] * 2
     assert answers[3].error == answers[2].error == ("not sent: the model server did not answer 2 calls in a row "
                                                     "within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)")
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2), Reply.json(CHUNK2, delay=3),
@@ -250,8 +326,10 @@ def test_edges_to_earlier_chunks_are_remapped_and_repeats_merged():
     again = {**QDRANT, "content": QDRANT["content"].replace("3x faster", "3x faster than on Milvus"),
              "importance": 4, "tags": ["qdrant"], "entities": ["qdrant", "Payload index"]}
     chunk2 = {"insights": [again, TERSE], "edges": [
-        {"source_index": 1, "target_index": -1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
-        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"}]}
+        {"source_index": 1, "target_index": -1, "edge_type": "semantic", "weight": 0.4,
+         "reason": "short API responses keep latency low"},
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6,
+         "reason": "the Qdrant API shapes the responses"}]}
     with FakeOpenAIServer(by_part([Reply.json(CHUNK1)], [Reply.json(chunk2)])) as s:
         ex = extractor(s)
         draft = ex.extract(FIX / "chatgpt_conversations.json")
@@ -263,8 +341,10 @@ def test_edges_to_earlier_chunks_are_remapped_and_repeats_merged():
     assert d["edges"] == [
         {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
          "reason": "the choice made the latency possible"},
-        {"source_index": 2, "target_index": 1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
-        {"source_index": 0, "target_index": 2, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"},
+        {"source_index": 2, "target_index": 1, "edge_type": "semantic", "weight": 0.4,
+         "reason": "short API responses keep latency low"},
+        {"source_index": 0, "target_index": 2, "edge_type": "causal", "weight": 0.6,
+         "reason": "the Qdrant API shapes the responses"},
     ]
     assert (ex.last_report.insights, ex.last_report.merged, ex.last_report.edges) == (3, 1, 3)
 
@@ -320,7 +400,7 @@ def cli_env(server: FakeOpenAIServer) -> dict[str, str]:
 def llm_stand_in(req: dict[str, Any]) -> Reply:
     """Answers extraction requests per chunk and judge requests by linking c1 causally."""
     if req["messages"][0]["content"].startswith("You judge links"):
-        return Reply.json({"decisions": [{"ref": "c1", "link": True, "edge_type": "causal", "sub_type": "enables",
+        return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "causal", "sub_type": "enables",
                                           "direction": "new_to_candidate", "weight": 0.8, "reason": "r"}]})
     return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
 
