@@ -4,6 +4,7 @@ malformed JSON, drafts that break a limit, 429s, timeouts, servers without struc
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mnemon_core.draft import ImportDraft
 from mnemon_extractor import Extractor
@@ -360,6 +363,141 @@ def test_created_at_outside_the_chunk_or_copied_from_the_prompt_is_not_trusted()
     assert d.insights[0].created_at is None
 
 
+def span(req: dict[str, Any]) -> str:
+    """Which messages a request is about (the user message says "(messages 1-4)")."""
+    return req["messages"][1]["content"].split("(messages ")[1].split(")")[0]
+
+
+def four_messages(tmp_path: Path) -> Path:
+    """One conversation of four messages, about 60 tokens each."""
+    path = tmp_path / "four.jsonl"
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"Message {i} about the search service. " + "detail " * 45}) for i in range(4)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+LONG = {"insights": [TERSE] * 60, "edges": []}  # longer than any limit a small chunk gets
+
+
+def test_a_cut_off_answer_splits_the_chunk_instead_of_asking_again(tmp_path: Path):
+    half = {"1-2": {"insights": [QDRANT], "edges": []}, "3-4": {"insights": [TERSE], "edges": []}}
+    with FakeOpenAIServer(lambda req: Reply.json(half.get(span(req), LONG))) as s:
+        ex = extractor(s)
+        draft = ex.extract(four_messages(tmp_path))
+    r = ex.last_report
+    assert [span(q) for q in s.requests] == ["1-4", "1-2", "3-4"]  # never the cut-off request again
+    limits = [q["max_tokens"] for q in s.requests]
+    assert limits[0] > limits[1] and limits[0] > limits[2]
+    assert [c.outcome for c in r.calls] == ["split", "ok", "ok"] and r.calls[0].answer_tokens == limits[0]
+    assert (r.splits, r.chunks, r.chunks_failed, r.failures) == (1, 1, 0, [])
+    assert [i.content for i in draft.insights] == [QDRANT["content"], TERSE["content"]]
+
+
+def test_halves_that_come_back_empty_after_a_cut_off_fail_the_chunk(tmp_path: Path):
+    empty = Reply.json({"insights": [], "edges": []})
+    with FakeOpenAIServer(lambda req: Reply.json(LONG) if span(req) == "1-4" else empty) as s:
+        ex = extractor(s)
+        with pytest.raises(ExtractionError) as e:
+            ex.extract(four_messages(tmp_path))
+    limit = s.requests[0]["max_tokens"]
+    assert ex.last_report.failures == [ChunkFailure(
+        chunk=0, conversation="four", messages="1-4", attempts=1,
+        error=f"the answer was cut off at the output limit ({limit} tokens), and its two halves came back empty")]
+    assert "all 1 chunks failed" in str(e.value)
+
+
+def test_a_chunk_that_is_always_cut_off_is_split_twice_at_most(tmp_path: Path):
+    with FakeOpenAIServer([Reply.json(LONG)]) as s:
+        run = extractor(s).run(four_messages(tmp_path))
+    assert [span(q) for q in s.requests] == ["1-4", "1-2", "1", "2", "3-4", "3", "4"]
+    assert [(f.messages, f.error.split(" (")[0]) for f in run.report.failures] == [
+        (m, "the answer was cut off at the output limit") for m in ("1", "2", "3", "4")]
+    assert (run.report.chunks_failed, run.report.splits, run.draft) == (1, 3, None)
+
+
+def test_fact_free_insights_and_edges_that_say_nothing_are_dropped_and_counted(cli, tmp_path: Path):
+    chatter = ["Morning", "Good luck with the launch", "because of the Typst port"]
+    answer = {"insights": [QDRANT, *[{**TERSE, "content": c} for c in chatter], LATENCY], "edges": [
+        *[{"source_index": 1, "target_index": t, "edge_type": "causal", "weight": 0.9, "reason": "Morning"}
+          for t in (0, 4)],
+        {"source_index": 0, "target_index": 4, "edge_type": "semantic", "weight": 0.6,
+         "reason": "both matter for the launch"},
+        {"source_index": 0, "target_index": 4, "edge_type": "causal", "weight": 0.7,
+         "reason": "Qdrant filtered queries set the latency"}]}
+    out = tmp_path / "draft.json"
+    with FakeOpenAIServer([Reply.json(answer)]) as s:
+        r = cli("extract", str(FIX / "messages.json"), "-o", str(out), env=cli_env(s))
+    assert r.code == 0, r.err
+    summary = r.json()
+    assert [i["content"] for i in json.loads(out.read_text())["insights"]] == [QDRANT["content"], LATENCY["content"]]
+    assert (summary["insights"], summary["edges"], summary["insights_dropped"], summary["edges_dropped"]) == (2, 1, 3, 3)
+    assert summary["dropped_by_rule"] == {"end-dropped": 2, "no-fact": 2, "fragment": 1, "unnamed": 1}
+    assert [(d["rule"], d["item"], d["detail"]) for d in summary["dropped"] if d["kind"] == "insight"] == [
+        ("no-fact", "Morning", "no fact: 0 content words (at least 3)"),
+        ("no-fact", "Good luck with the launch", "no fact: 1 content word (at least 3)"),
+        ("fragment", "because of the Typst port", 'a fragment: starts with "because" and has 5 words'),
+    ]
+    assert [d["detail"] for d in summary["dropped"] if d["rule"] == "unnamed"] == [
+        "edges[2]: the reason names neither end: both matter for the launch"]
+
+
+def test_edges_of_an_insight_linked_to_everything_are_dropped():
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth", "audit")]
+    star = [{"source_index": 0, "target_index": t, "edge_type": "semantic", "weight": 0.6,
+             "reason": "both run on Kubernetes in Frankfurt"} for t in range(1, 6)]
+    pair = {"source_index": 1, "target_index": 2, "edge_type": "semantic", "weight": 0.6,
+            "reason": "search and mailer share the Frankfurt cluster"}
+    with FakeOpenAIServer([Reply.json({"insights": facts, "edges": [*star, pair]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(1, 2)]
+    assert run.report.dropped_by_rule == {"hub": 5}
+    assert {d.detail for d in run.report.dropped} == {"insight 0 is linked to 5 others"}
+
+
+def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():
+    body = {"choices": [{"message": {"role": "assistant", "content": json.dumps(CHUNK2)}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 30, "total_tokens": 80}}
+    with FakeOpenAIServer([Reply(body=body)]) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "messages.json")
+    assert [i.content for i in draft.insights] == [TERSE["content"]]
+    assert (ex.last_report.tokens.prompt, ex.last_report.tokens.completion) == (50, 30)
+
+
+def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Path):
+    def respond(req: dict[str, Any]) -> Reply:
+        if "seed" in req:
+            return Reply.error(400, "Unrecognized request argument supplied: seed")
+        return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
+
+    with FakeOpenAIServer(respond) as s:
+        r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(tmp_path / "d.json"),
+                "--temperature", "0.7", "--seed", "3", env=cli_env(s))
+    assert r.code == 0, r.err
+    # Refused once, then sent without it for the rest of the run.
+    assert [(q.get("temperature"), q.get("seed")) for q in s.requests] == [(0.7, 3), (0.7, None), (0.7, None)]
+    for flags, error in ((["--temperature", "5"], "temperature must be between 0 and 2, got 5.0"),
+                         (["--seed", "-1"], "seed must be a whole number of 0 or more, got -1")):
+        r = cli("extract", str(FIX / "messages.json"), *flags, env=cli_env(s))
+        assert (r.code, r.err) == (1, f"Error: {error}\n")
+
+
+def test_the_progress_bar_shows_each_answers_tokens_per_second(monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("rich")
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with FakeOpenAIServer([Reply.json(CHUNK2, token_delay=0.03)]) as s:
+        extractor(s, progress=True).extract(FIX / "messages.json")
+    assert re.search(r"chunk 1/1: \d+ tokens, [\d.]+ tokens/s", tty.getvalue()), tty.getvalue()
+
+
 def test_nothing_worth_remembering_raises():
     with FakeOpenAIServer([Reply.json({"insights": [], "edges": []})]) as s:
         with pytest.raises(ExtractionError, match="the model found nothing worth remembering"):
@@ -507,3 +645,64 @@ def test_a_long_conversation_is_chunked_with_overlap_and_repeats_merge(tmp_path:
     assert len(draft.insights) == 1 and len(s.requests) == 7
     spans = [req["messages"][1]["content"].split("(messages ")[1].split(")")[0] for req in s.requests]
     assert spans == ["1-2", "2-3", "3-4", "4-5", "5-6", "6-7", "7-8"]  # each chunk repeats the last message
+
+
+# ---------------------------------------------------------------- any answer at all
+
+
+TEXTS = st.sampled_from([QDRANT["content"], LATENCY["content"], TERSE["content"], "Morning", "Thanks!",
+                         "because of the port", "", "x" * 9000])
+RAW_INSIGHT = st.one_of(
+    st.fixed_dictionaries({"content": TEXTS}, optional={
+        "category": st.sampled_from(["fact", "decision", "general", "nonsense", 3]),
+        "importance": st.one_of(st.integers(-1, 8), st.just("high"), st.none()),
+        "tags": st.lists(st.text(max_size=5), max_size=22),
+        "entities": st.one_of(st.lists(st.sampled_from(["Qdrant", "Milvus", ""]), max_size=3), st.just("Qdrant")),
+        "created_at": st.sampled_from([None, "2024-03-15T09:30:00Z", "yesterday", "2024-13-40T00:00:00Z"]),
+    }),
+    st.integers(), st.text(max_size=5), st.none())
+RAW_EDGE = st.one_of(
+    st.fixed_dictionaries({"source_index": st.integers(-4, 7), "target_index": st.integers(-4, 7)}, optional={
+        "edge_type": st.sampled_from(["causal", "semantic", "temporal", "entity", "supersedes", "because", None]),
+        "weight": st.one_of(st.floats(-1, 2, allow_nan=False), st.just("strong")),
+        "reason": st.one_of(TEXTS, st.just("Qdrant latency"), st.none()),
+    }),
+    st.integers(), st.none())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(insights=st.lists(RAW_INSIGHT, max_size=7), edges=st.lists(RAW_EDGE, max_size=8),
+       k=st.integers(0, 3), shape=st.sampled_from(["ok", "no-edges", "not-a-list", "not-an-object"]))
+def test_any_answer_is_kept_in_part_or_rejected_whole(insights: list[Any], edges: list[Any], k: int, shape: str):
+    """Whatever the model answers: either AnswerError (asked again), or what is kept forms a valid draft with
+    the earlier insights, every input insight is kept or reported dropped, and none kept carries no fact."""
+    from mnemon_core.draft import load_draft
+    from mnemon_extractor.extract import check_answer
+    from mnemon_extractor.llm import AnswerError
+    from mnemon_extractor.worth import fact_free
+
+    earlier = [{"content": f"Earlier decision {n}: the Qdrant cluster runs in Frankfurt", "category": "fact"}
+               for n in range(k)]
+    data: Any = {"insights": insights, "edges": edges}
+    if shape == "no-edges":
+        data = {"insights": insights}
+    elif shape == "not-a-list":
+        data = {"insights": "all of them", "edges": edges}
+    elif shape == "not-an-object":
+        data = insights
+    try:
+        ans = check_answer(data, earlier)
+    except AnswerError:
+        assert shape in ("not-a-list", "not-an-object") or insights
+        return
+    assert shape in ("ok", "no-edges")
+    dropped_insights = [d for d in ans.dropped if d[0] == "insight"]
+    assert len(ans.insights) + len(dropped_insights) == len(insights)
+    assert not [i for i in ans.insights if fact_free(i["content"])]
+    n = len(ans.insights)
+    draft = load_draft({"schema_version": "1", "insights": [*earlier, *[
+        {key: v for key, v in i.items() if v is not None} for i in ans.insights]] or [{"content": "stand-in"}],
+        "edges": [{**e.model_dump(mode="json"), "source_index": k + s, "target_index": k + t}
+                  for s, t, e in ans.edges]})
+    assert all(-k <= s < n and -k <= t < n and s != t for s, t, _ in ans.edges)
+    assert len(draft.edges) == len(ans.edges)

@@ -267,3 +267,91 @@ def test_cli_judge_id_recent_and_dry_run(cli):
     assert [r["id"] for r in related] == [slow["id"]]
     assert ro.code == 1 and ro.err == "Error: judge is unavailable with --readonly: database writes are disabled\n"
     assert len(s.requests) == 2  # one dry-run call for the one pair, one real; none for the readonly refusal
+
+
+# ---------------------------------------------------------------- batches, floor, updates
+
+
+def test_several_insights_are_judged_in_one_call_and_each_pair_once(mem):
+    old = mem.remember("Grafana dashboards live in the ops repo", category="fact")
+    a = mem.remember("The ops repo also holds Grafana alert rules", category="fact")
+    b = mem.remember("Grafana alert rules in the ops repo page the on-call engineer", category="fact")
+    with FakeOpenAIServer(lambda req: Reply.json({"decisions": [decision(p["ref"]) for p in pairs(req).values()]})) as s:
+        results = judge_for(mem, s).judge_many([b.id, a.id])  # by id: candidates as of now, a's include b
+    assert len(s.requests) == 1
+    asked = sorted(pairs(s.requests[0]))
+    # b's candidates (a, old), then a's (b: judged already as b's candidate; old): every pair once.
+    assert asked == sorted([(b.content, a.content), (b.content, old.content), (a.content, old.content)])
+    assert [(r.id, sorted(lk.candidate_id for lk in r.linked), r.repeats) for r in results] == [
+        (b.id, sorted([a.id, old.id]), []), (a.id, [old.id], [b.id])]
+    assert results[0].tokens > results[1].tokens > 0  # the call's tokens shared by pairs: two and one
+
+
+def test_a_batch_holds_at_most_batch_pairs(mem, monkeypatch):
+    from mnemon_extractor import judge as judge_mod
+
+    monkeypatch.setattr(judge_mod, "BATCH_PAIRS", 2)
+    for n in range(4):
+        mem.remember(f"Deploy note {n}: deploys of the web app run through the release pipeline", category="fact")
+    new = mem.remember("Deploys of the web app run through the release pipeline at noon", category="fact")
+    with FakeOpenAIServer([Reply.json({"decisions": []})]) as s:
+        result = judge_for(mem, s).judge(new)
+    assert [len(data_of(q)["pairs"]) for q in s.requests] == [2, 2]
+    assert result.candidates == 4 and len(result.declined) == 4
+
+
+def test_links_weaker_than_the_floor_are_declined(mem):
+    weak = mem.remember("Staging runs on k3s", category="fact")
+    strong = mem.remember("Production runs on EKS", category="fact")
+    new = mem.remember("Staging and production clusters differ: k3s versus EKS", category="insight")
+    decide = answer(lambda r: [decision(r[weak.content], weight=0.3, reason="k3s is staging"),
+                               decision(r[strong.content], weight=0.5, reason="EKS is production")])
+    with FakeOpenAIServer(decide) as s:
+        result = judge_for(mem, s).judge(new)
+    assert [lk.candidate_id for lk in result.linked] == [strong.id]
+    assert result.declined == [JudgeDecline(candidate_id=weak.id,
+                                            reason="weight 0.3 is below the floor 0.5: k3s is staging")]
+    with FakeOpenAIServer(decide) as s:
+        result = judge_for(mem, s, min_weight=0.2, dry_run=True).judge(new)
+    assert sorted(lk.candidate_id for lk in result.linked) == sorted([weak.id, strong.id])
+
+
+def test_an_update_of_an_older_fact_is_offered_as_a_possible_update(mem):
+    old = mem.remember("Priya wants a go/no-go meeting for the v2 launch on April 11", category="decision")
+    other = mem.remember("Jonas is on call during the v2 launch week, April 14-18", category="fact")
+    new = mem.remember("Priya moved the v2 go/no-go meeting from April 11 to April 10", category="decision")
+    with FakeOpenAIServer(answer(lambda r: [decision(r[old.content], edge_type="supersedes", weight=0.9)])) as s:
+        result = judge_for(mem, s).judge(new)
+    offered = {cand: p.get("possible_update", False) for (_, cand), p in pairs(s.requests[0]).items()}
+    assert offered[old.content] is True and offered.get(other.content, False) is False
+    assert [(lk.source_id, lk.target_id, lk.edge_type.value) for lk in result.linked] == [
+        (new.id, old.id, "supersedes")]
+    assert "supersedes" in s.requests[0]["messages"][0]["content"].split("causal")[0]  # listed first
+
+
+def test_possible_update():
+    from mnemon_extractor.judge import possible_update
+
+    assert possible_update("Deploys happen on Thursdays before noon, no longer on Fridays",
+                           "Deploys happen on Fridays before noon")
+    assert possible_update("The orders service now uses Postgres instead of MySQL", "The orders service uses MySQL")
+    assert not possible_update("The search service moved to Qdrant",
+                               "Milvus filtering was too slow for the search service")  # a cause, not an update
+    assert not possible_update("Jonas is on call April 14-18", "Priya wants a go/no-go meeting on April 11")
+
+
+def test_a_cut_off_judge_answer_is_asked_for_in_halves(mem):
+    a = mem.remember("Redis caches product pages for five minutes", category="decision")
+    b = mem.remember("Product pages are served from the product service", category="fact")
+    new = mem.remember("Product page cache invalidation runs on product updates", category="decision")
+    long = {"decisions": [decision("p1", reason="x" * 2000)]}
+
+    def respond(req: dict[str, Any]) -> Reply:
+        offered = data_of(req)["pairs"]
+        return Reply.json(long if len(offered) > 1 else {"decisions": [decision(offered[0]["ref"])]})
+
+    with FakeOpenAIServer(respond) as s:
+        result = judge_for(mem, s).judge(new)
+    assert [len(data_of(q)["pairs"]) for q in s.requests] == [result.candidates, 1, 1][: len(s.requests)]
+    assert len(s.requests) == 1 + result.candidates and result.candidates == 2
+    assert sorted(lk.candidate_id for lk in result.linked) == sorted([a.id, b.id]) and result.error is None
