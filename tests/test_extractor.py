@@ -456,6 +456,27 @@ def test_edges_of_an_insight_linked_to_everything_are_dropped():
     assert {d.detail for d in run.report.dropped} == {"insight 0 is linked to 5 others"}
 
 
+def test_edges_that_link_each_insight_to_the_next_and_copies_of_the_example_are_dropped():
+    from mnemon_extractor.prompts import EXAMPLE_ANSWER
+
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth")]
+    chained = [{"source_index": n, "target_index": n + 1, "edge_type": "causal", "weight": 0.7,
+                "reason": "the Kubernetes cluster in Frankfurt"} for n in range(4)]
+    apart = {"source_index": 0, "target_index": 3, "edge_type": "semantic", "weight": 0.6,
+             "reason": "billing and export share the Frankfurt cluster"}
+    copy = EXAMPLE_ANSWER["insights"][0]
+    with FakeOpenAIServer([Reply.json({"insights": [*facts, copy], "edges": [*chained, apart]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
+    assert len(run.draft.insights) == 5
+    assert run.report.dropped_by_rule == {"chain": 4, "example": 1}
+    # Two or three "next" edges among others are no chain.
+    few = {"insights": facts, "edges": [*chained[:3], apart]}
+    with FakeOpenAIServer([Reply.json(few)]) as s:
+        assert len(extractor(s).run(FIX / "messages.json").draft.edges) == 4
+
+
 def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():
     body = {"choices": [{"message": {"role": "assistant", "content": json.dumps(CHUNK2)}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 30, "total_tokens": 80}}

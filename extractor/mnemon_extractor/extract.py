@@ -54,9 +54,9 @@ from .chunking import (
 )
 from .errors import ExtractionError
 from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
-from .prompts import ExtractedEdge, ExtractedInsight, ExtractionAnswer, extraction_messages
+from .prompts import EXAMPLE_TIMES, ExtractedEdge, ExtractedInsight, ExtractionAnswer, extraction_messages
 from .readers import Conversation, Transcript, read_export
-from .worth import counts, fact_free, hubs, names_an_end
+from .worth import chain, counts, fact_free, hubs, names_an_end
 
 DEFAULT_SOURCE = "chat-export"
 # Insights of earlier chunks shown to the model (so it neither repeats them nor loses cross-chunk edges).
@@ -65,8 +65,6 @@ CONTEXT_INSIGHTS = 20
 MERGE_JACCARD = 0.8
 # A created_at the model gives must lie within the chunk's time span, give or take this.
 TIME_SLACK = timedelta(days=1)
-# The timestamp of the prompt's own example: a model that copies it has not inferred anything.
-EXAMPLE_TIME = "2024-01-15T09:30:00Z"
 NEGATIONS = (*NEGATION_PHRASES, "not", "no", "never", "without")
 # The answer a chunk may get, in tokens: a base for the JSON around it, plus this many per transcript token (a
 # full answer of a dense chat runs to about 1.5), at most MAX_ANSWER_TOKENS.
@@ -98,7 +96,8 @@ class Dropped(BaseModel):
 
     chunk: int
     kind: Literal["insight", "edge"]
-    rule: str = Field(description="invalid, no-fact, fragment, out-of-range, end-dropped, unnamed or hub")
+    rule: str = Field(description="invalid, no-fact, fragment, example, out-of-range, end-dropped, unnamed, "
+                      "chain or hub")
     item: str = Field(description="the insight's content (cut at 200 characters) or the edge's ends by index")
     detail: str
 
@@ -272,9 +271,9 @@ def chunk_times(chunk: Chunk) -> list[str]:
 def settle_time(given: str | None, content: str, chunk: Chunk) -> str | None:
     """The insight's created_at: the model's, when it lies within the chunk's time span (± a day); otherwise
     the time of the message that says most of it; None when the chunk has no times and the model gave none
-    (or copied the prompt's example)."""
+    (or copied a time of the prompt's example)."""
     times = chunk_times(chunk)
-    if given and given != EXAMPLE_TIME and not times:
+    if given and given not in EXAMPLE_TIMES and not times:
         return given
     if given and times:
         t = parse_time(given)
@@ -414,6 +413,10 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
             dropped.append(("edge", "unnamed", item, f"{where}: the reason names neither end: {e.reason or '(none)'}"))
             continue
         edges.append((s_i, t_i, e))
+    nexts = chain([(s_i, t_i) for s_i, t_i, _ in edges])
+    dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
+                 "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
+    edges = [x for x in edges if x[:2] not in nexts]
     for hub in sorted(hubs([(s_i, t_i) for s_i, t_i, _ in edges], total)):
         ends = [(s_i, t_i) for s_i, t_i, _ in edges if hub in (s_i, t_i)]
         dropped += [("edge", "hub", f"{s_i} -> {t_i}", f"insight {hub} is linked to {len(ends)} others")

@@ -12,6 +12,9 @@ draft format; these rules drop them, and the extractor reports each one it dropp
   "these are related" says nothing a reader can check.
 - `hubs(edges, n)`: an insight linked to at least `HUB_MIN_EDGES` others and to at least `HUB_SHARE` of the
   answer's other insights is linked to everything: its edges say nothing about any one of them.
+- `chain(edges)`: at least `CHAIN_MIN_EDGES` edges, most of the answer's, that each link an insight to the
+  next one in the answer: the model linked by position, not by meaning (seen from both local models).
+- `copied(content)`: the insight is one of the prompt's own example (the model extracted nothing).
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from mnemon_core.text import terms, tokenize
+from mnemon_core.text import jaccard, terms, token_set, tokenize
+
+from .prompts import EXAMPLE_ANSWER
 
 MIN_FACT_WORDS = 3  # words that carry content; "Maya prefers Vim" has three
 FRAGMENT_WORDS = 6  # a connective-led piece this short is half a sentence
 HUB_MIN_EDGES = 5
 HUB_SHARE = 0.5
+CHAIN_MIN_EDGES = 4
+CHAIN_SHARE = 0.75
+COPIED_JACCARD = 0.8  # token overlap with an insight of the prompt's example
 # Words of chat talk: they make up greetings, thanks, sign-offs and remarks about the conversation itself.
 CHAT_WORDS = frozenset("""
     hi hello hey morning evening afternoon night good great nice thanks thank thx cheers bye goodbye luck
@@ -62,7 +70,10 @@ def fact_words(content: str) -> list[str]:
 
 
 def fact_free(content: str) -> tuple[str, str] | None:
-    """(rule, why) when `content` carries no fact: rule "fragment" or "no-fact"; None when it may."""
+    """(rule, why) when `content` carries no fact of the chat: rule "fragment", "no-fact" or "example"; None
+    when it may."""
+    if copied(content):
+        return "example", "copied from the prompt's example"
     words = re.findall(r"\w+", content.casefold())
     if words and words[0] in CONNECTIVES and len(words) <= FRAGMENT_WORDS:
         return "fragment", f'a fragment: starts with "{words[0]}" and has {len(words)} words'
@@ -90,6 +101,23 @@ def hubs(edges: Iterable[tuple[int, int]], insights: int) -> set[int]:
         links.setdefault(t, set()).add(s)
     others = max(insights - 1, 1)
     return {i for i, ends in links.items() if len(ends) >= HUB_MIN_EDGES and len(ends) >= HUB_SHARE * others}
+
+
+def chain(edges: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The edges that link each insight to the next, when they are most of the answer's edges."""
+    nexts = {(s, t) for s, t in edges if s >= 0 and t == s + 1}
+    if len(nexts) >= CHAIN_MIN_EDGES and len(nexts) >= CHAIN_SHARE * len(edges):
+        return nexts
+    return set()
+
+
+_EXAMPLE = [token_set(i["content"]) for i in EXAMPLE_ANSWER["insights"]]
+
+
+def copied(content: str) -> bool:
+    """Whether `content` is (nearly) an insight of the prompt's example."""
+    toks = token_set(content)
+    return any(jaccard(toks, ex) >= COPIED_JACCARD for ex in _EXAMPLE)
 
 
 def counts(rules: Sequence[str]) -> dict[str, int]:
