@@ -402,9 +402,12 @@ class Command(Parser):
         super().__init__(*args, **kwargs)
         self._fills = list(fills)
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def fill(self) -> None:
         while self._fills:
             self._fills.pop(0)(self)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        self.fill()
         return super().parse_known_args(args, namespace)
 
 
@@ -555,8 +558,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def built_parser() -> argparse.ArgumentParser:
+    """The parser with every command's flags added: built once by a process that parses many calls (the
+    resident engine; a parse leaves the parser as it was)."""
     parser = build_parser()
+    for action in parser._subparsers._group_actions if parser._subparsers else ():  # noqa: SLF001 - argparse's own
+        for sub in getattr(action, "choices", {}).values():
+            if isinstance(sub, Command):
+                sub.fill()
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run one command; `parser`: one made by `built_parser` (else each call builds its own, lazily)."""
+    parser = parser or build_parser()
     args = parser.parse_args(argv)
     for name in ("data_dir", "store", "embed_model", "database_url"):
         if not hasattr(args, name):

@@ -7,12 +7,22 @@ module, which imports only the standard library, is all a call costs besides the
 
 - Served by the engine: the commands in `ENGINE_COMMANDS`. Everything else (help, `--version`, `import`,
   `extract`, `mcp serve`, …) runs in-process, as does every command with `MNEMON_DAEMON=off` or `--no-daemon`.
-- The engine runs the very same `cli.main` on the same arguments and environment and sends back what it
-  printed and the exit status, so the output is byte for byte the in-process output.
+- The engine runs the very same `cli.main` on the same arguments and settings and sends back what it printed
+  and the exit status, so the output is byte for byte the in-process output.
 - The first call that needs the engine runs in-process (so it costs what a cold call always did) and then
   starts the engine (detached, its own session, log in the data dir), which warms up for the next calls.
-  If the engine does not answer or dies mid-call, the call runs in-process after one warning line. An engine
-  of another version of the code is stopped and replaced.
+
+What a call trusts, as ssh-agent's clients do: only a data directory of this user's that nobody else may write
+(`private_dir`), only a socket in it that this user owns, and only a listener that runs as this user (its
+SO_PEERCRED, checked before a byte is sent). It sends the arguments, the standard input of `hook`, and of its
+environment only the variables the served commands read (`ENGINE_VARIABLES`). Each engine is keyed by the code
+that serves it and the variables its own process uses (`engine_key`), so two installations on one data
+directory each keep theirs.
+
+A served call is at most once (`once.py`): it carries a request id that its first write transaction records.
+When the engine does not answer (no first frame within FIRST_REPLY_TIMEOUT_S, no heartbeat within
+BEAT_TIMEOUT_S, or it closes the connection), the call runs in-process under the same id after one warning
+line, and a write the engine already made is not made again.
 """
 
 from __future__ import annotations
@@ -34,17 +44,34 @@ ENGINE_COMMANDS = frozenset(
     {"remember", "recall", "search", "show", "related", "link", "forget", "gc", "status", "log", "embed", "hook"}
 )
 STDIN_COMMANDS = frozenset({"hook"})  # their standard input (a host's JSON) goes to the engine with the call
+# What a served call sends of its environment: the variables the served commands read (config.py's settings
+# and the embedders'), nothing else: not an LLM key, not a proxy password.
+ENGINE_VARIABLES = frozenset({
+    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_SESSION", "MNEMON_DEBUG",
+    "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
+    "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
+    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS",
+})
+# Variables the engine's own process uses (its temp dir; the proxies and CA certificates of its HTTP clients):
+# an engine serves only calls whose values are its own, so they are part of its key.
+PROCESS_VARIABLES = (
+    "TMPDIR", "TMP", "TEMP", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+    "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
+)
 # Global flags that take a value (so the value is not taken for the command).
 VALUE_FLAGS = frozenset({"--data-dir", "--store", "--embed-model", "--database-url"})
 NO_DAEMON_FLAG = "--no-daemon"
 OFF = frozenset({"off", "0", "false", "no"})
-SOCKET_NAME = "engine.sock"
-PID_NAME = "engine.json"
+ENGINE_PREFIX = "engine-"  # engine-<key>.sock (its socket), .json (its pid), .lock (held while it lives)
 LOG_NAME = "engine.log"
-START_TIMEOUT_S = 30.0  # the engine's start imports the engine and opens the store; the first call waits for it
+START_TIMEOUT_S = 30.0  # `daemon start` waits this long for a new engine to answer
 CONNECT_TIMEOUT_S = 2.0
-REPLY_TIMEOUT_S = 600.0  # a command's own work (an embed of a large store) may take long
+FIRST_REPLY_TIMEOUT_S = 5.0  # the engine answers every request at once (a heartbeat), whatever it then runs
+BEAT_TIMEOUT_S = 15.0  # ... and beats every HEARTBEAT_S while the command runs; longer silence: it is stuck
+HEARTBEAT_S = 1.0
+STOP_WAIT_S = 40.0  # `daemon stop` waits for the process to exit (requests in flight get 30 s to finish)
 HEADER_BYTES = 4  # a message is its length (4 bytes, big-endian) and that much JSON
+MAX_MESSAGE = 1 << 30
 MAX_SUN_PATH = 107  # bytes of a Unix socket path (Linux sun_path, less the terminating NUL)
 
 
@@ -55,22 +82,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"mnemon {__version__}")
         return 0
-    from_engine, start = serve_remotely(args) if wants_engine(args, os.environ) else (None, False)
-    if from_engine is not None:
-        return from_engine
+    code, request, start = serve_remotely(args) if wants_engine(args, os.environ) else (None, None, False)
+    if code is not None:
+        return code
+    from . import once
     from .cli import main as in_process
 
+    token = once.begin(request) if request is not None else None
     try:
         return in_process(args)
     finally:
+        if token is not None:
+            once.end(token)
         # After the call, so the engine's start-up does not compete with it for the CPU; and only for a data
-        # directory the call found or made and may write (a failed call writes nothing, not even a log).
-        data_dir = data_dir_of(args, os.environ)
-        if start and os.path.isdir(data_dir) and os.access(data_dir, os.W_OK):
-            try:
-                start_engine(data_dir, after_exit=True)
-            except OSError as e:  # the call's own answer stands; the next call tries again
-                warn(f"the engine could not start: {e.strerror or e}")
+        # directory the call found or made (a failed call writes nothing, not even a log).
+        if start:
+            start_after(data_dir_of(args, os.environ))
 
 
 def command_of(args: Sequence[str]) -> str | None:
@@ -122,7 +149,7 @@ def absolute_data_dir(args: Sequence[str]) -> list[str]:
 
 def code_stamp() -> str:
     """Which code this is: the package version and the newest source file, so that an engine started before
-    an upgrade (or an edit of an editable install) is replaced rather than asked."""
+    an upgrade (or an edit of an editable install) is not asked by the new code."""
     here = os.path.dirname(os.path.realpath(__file__))
     newest = 0
     count = 0
@@ -137,6 +164,99 @@ def code_stamp() -> str:
     return f"{__version__}:{count}:{newest}"
 
 
+def engine_key(env: dict[str, str] | os._Environ[str]) -> str:
+    """The engine a call may use: one of this code, this interpreter and these process variables."""
+    import hashlib
+
+    parts = [code_stamp(), sys.executable, *(f"{k}={env.get(k, '')}" for k in PROCESS_VARIABLES)]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def engine_file(key: str, suffix: str) -> str:
+    return f"{ENGINE_PREFIX}{key}{suffix}"
+
+
+def socket_path(data_dir: str | os.PathLike[str], key: str | None = None) -> str:
+    """Where the engine of this code listens for `data_dir` (shown by `daemon status`)."""
+    return os.path.join(os.path.realpath(data_dir), engine_file(key or engine_key(os.environ), ".sock"))
+
+
+# ---------------------------------------------------------------- trust
+
+
+def private_dir(path: str) -> int | None:
+    """A descriptor of `path` when it is a directory of this user's that nobody else may write: not a symlink,
+    owned by the effective uid, no group or other write bit. None otherwise. The engine and its clients meet
+    only in such a directory, where nobody else can put a socket for a client to find."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        return None
+    return fd
+
+
+def address(fd: int, path: str, name: str) -> str:
+    """The socket `name` in the directory open as `fd`: through /proc (the very directory checked, however
+    long its path), else by its path when that fits a socket address."""
+    if os.path.isdir("/proc/self/fd"):
+        return f"/proc/self/fd/{fd}/{name}"
+    full = os.path.join(path, name)
+    if len(os.fsencode(full)) > MAX_SUN_PATH:
+        raise OSError(f"socket path too long: {full}")
+    return full
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user the process at the other end runs as (SO_PEERCRED: set by the kernel, not by that process)."""
+    import socket
+    import struct
+
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def connect(data_dir: str | os.PathLike[str], key: str | None = None) -> socket.socket | None:
+    """A connection to the engine of this code for `data_dir`, or None: no engine, or none to trust (the
+    directory is not this user's own, the socket not this user's, or another user listens on it)."""
+    real = os.path.realpath(data_dir)
+    fd = private_dir(real)
+    if fd is None:
+        return None
+    try:
+        return _connect_in(fd, real, engine_file(key or engine_key(os.environ), ".sock"))
+    finally:
+        os.close(fd)
+
+
+def _connect_in(fd: int, path: str, name: str) -> socket.socket | None:
+    import stat
+
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:  # no engine: a first call does not pay for importing socket
+        return None
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
+        return None
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        sock.connect(address(fd, path, name))
+        if peer_uid(sock) != os.geteuid():  # before a byte is sent: whoever listens must be this user
+            warn(f"ignored {os.path.join(path, name)}: another user listens on it")
+            sock.close()
+            return None
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
 # ---------------------------------------------------------------- talking to the engine
 
 
@@ -148,14 +268,19 @@ def send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def receive(sock: socket.socket) -> dict[str, Any] | None:
-    """One message, or None when the other side closed the connection first."""
+    """One message, or None when the other side closed the connection first or sent something that is not
+    a message (a JSON object within MAX_MESSAGE bytes)."""
     import json
 
     head = _exactly(sock, HEADER_BYTES)
-    if head is None:
+    if head is None or int.from_bytes(head, "big") > MAX_MESSAGE:
         return None
     body = _exactly(sock, int.from_bytes(head, "big"))
-    return None if body is None else json.loads(body)
+    try:
+        message = None if body is None else json.loads(body)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
 
 
 def _exactly(sock: socket.socket, n: int) -> bytes | None:
@@ -169,160 +294,278 @@ def _exactly(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def socket_path(data_dir: str | os.PathLike[str]) -> str:
-    """`DATA_DIR/engine.sock`; where that path is too long for a Unix socket (deep directories), a socket named
-    by a hash of the data directory in a directory of this user's only, under the temp dir."""
-    path = os.path.join(data_dir, SOCKET_NAME)
-    if len(os.fsencode(path)) <= MAX_SUN_PATH:
-        return path
-    import hashlib
-    import tempfile
-
-    short = os.path.join(tempfile.gettempdir(), f"mnemon-{os.getuid()}")
-    os.makedirs(short, mode=0o700, exist_ok=True)
-    return os.path.join(short, hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:24] + ".sock")
-
-
-def connect(data_dir: str | os.PathLike[str]) -> socket.socket | None:
-    path = socket_path(data_dir)
-    if not os.path.exists(path):  # no engine: a first call does not pay for importing socket
-        return None
-    import socket
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(CONNECT_TIMEOUT_S)
-    try:
-        sock.connect(os.fsencode(path))
-    except OSError:
-        sock.close()
-        return None
-    sock.settimeout(REPLY_TIMEOUT_S)
-    return sock
-
-
-def start_engine(data_dir: str, *, after_exit: bool = False) -> None:
-    """Start the engine for `data_dir`, detached: its own session, stdin from /dev/null, output to the log
-    (only those three descriptors: Python opens every other one non-inheritable). `posix_spawn`, not
-    `subprocess`: no fork of this process and no import. With `after_exit` its start-up waits until this
-    process has exited (a call that ran in-process)."""
-    after = ["--after", str(os.getpid())] if after_exit else []
-    log = os.path.join(data_dir, LOG_NAME)
-    os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "mnemon_core.engine", os.fspath(data_dir), *after], dict(os.environ),
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
-            (os.POSIX_SPAWN_DUP2, 1, 2),
-        ],
-        setsid=True,
-    )
-
-
-def engine_socket(data_dir: str | os.PathLike[str], *, start: bool) -> socket.socket | None:
-    """A connection to the running engine; with `start`, one started for it (waiting up to START_TIMEOUT_S)."""
-    sock = connect(data_dir)
-    if sock is not None or not start:
-        return sock
-    os.makedirs(data_dir, exist_ok=True)
-    start_engine(os.fspath(data_dir))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        time.sleep(0.01)
-        sock = connect(data_dir)
-        if sock is not None:
-            return sock
-    return None
-
-
 def exchange(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Send one message and return the answer (None: the engine closed the connection without one)."""
+    """Send one message and return the answer, skipping heartbeats; None when the engine closes the connection
+    without one, says nothing within FIRST_REPLY_TIMEOUT_S, or falls silent for BEAT_TIMEOUT_S."""
     with sock:
         try:
             send(sock, message)
-            return receive(sock)
-        except OSError:
+            sock.settimeout(FIRST_REPLY_TIMEOUT_S)
+            while (reply := receive(sock)) is not None and "beat" in reply:
+                sock.settimeout(BEAT_TIMEOUT_S)
+            return reply
+        except OSError:  # a timeout too
             return None
 
 
-def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], *, start: bool = False) -> dict[str, Any] | None:
+def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], key: str | None = None) -> dict[str, Any] | None:
     """Send one message to the engine and return its answer (None: no engine, or it did not answer)."""
-    sock = engine_socket(data_dir, start=start)
+    sock = connect(data_dir, key)
     return None if sock is None else exchange(sock, message)
 
 
-def serve_remotely(args: list[str]) -> tuple[int | None, bool]:
-    """Run `args` in the engine and print what it printed: (its exit status, False); (None, start): run
-    in-process instead, and with `start` start an engine after it. Without an engine the call runs in-process,
-    costing what a cold call always did, and an engine starts for the next ones."""
+def serve_remotely(args: list[str]) -> tuple[int | None, str | None, bool]:
+    """Run `args` in the engine and print what it printed. Returns (its exit status, None, False), or
+    (None, request id or None, start): run in-process instead (under the request id the engine may have
+    recorded), and with `start` start an engine after it. Without an engine the call runs in-process, costing
+    what a cold call always did, and an engine starts for the next ones."""
     env = os.environ
     data_dir = data_dir_of(args, env)
     sock = connect(data_dir)
     if sock is None:
-        return None, True
-    request = {
-        "op": "run", "argv": absolute_data_dir(args), "stamp": code_stamp(),
+        return None, None, True
+    request: dict[str, Any] = {
+        "op": "run", "id": os.urandom(16).hex(), "argv": absolute_data_dir(args),
         # The engine runs elsewhere: the data dir goes as the absolute path this call resolved.
-        "env": {**{k: v for k, v in env.items() if k.startswith("MNEMON_") or k == "HOME"},
-                "MNEMON_DATA_DIR": data_dir},
+        "env": {**{k: v for k, v in env.items() if k in ENGINE_VARIABLES}, "MNEMON_DATA_DIR": data_dir},
     }
     if command_of(args) in STDIN_COMMANDS:  # None: a terminal, which the command reads as no input
         request["stdin"] = None if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
-    for _attempt in range(2):
-        if sock is None and (sock := connect(data_dir)) is None:
-            _restore_stdin(request)
-            return None, True
-        reply = exchange(sock, request)
-        sock = None
-        if reply is None:
-            warn("the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)")
-            _restore_stdin(request)
-            return None, False
-        if "restart" not in reply:
-            break
-        wait_gone(data_dir)  # an engine of other code, stopping: the next round starts one of this code
-    else:
-        warn("the engine could not be replaced; running in-process")
-        _restore_stdin(request)
-        return None, False
-    sys.stdout.write(reply["out"])
-    sys.stdout.flush()
+    reply = exchange(sock, request)
+    if not _is_answer(reply):
+        warn("the engine did not answer; running in-process (MNEMON_DAEMON=off skips the engine)")
+        if request.get("stdin") is not None:  # the standard input read for the engine is the call's input again
+            import io
+
+            sys.stdin = io.StringIO(request["stdin"])
+        return None, request["id"], False
+    assert reply is not None
+    return _print(reply), None, False
+
+
+def _is_answer(reply: dict[str, Any] | None) -> bool:
+    return (reply is not None and type(reply.get("code")) is int and isinstance(reply.get("out"), str)
+            and isinstance(reply.get("err"), str))
+
+
+def _print(reply: dict[str, Any]) -> int:
+    """Write the engine's output as the in-process call would have, its faults included: a standard output
+    that cannot encode the text gets the same one error line, a closed pipe the same silence."""
+    try:
+        sys.stdout.write(reply["out"])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return 0
+    except UnicodeEncodeError as e:
+        from .cli import printable
+        from .errors import fault_message
+
+        sys.stderr.write(reply["err"])
+        print(f"Error: {printable(fault_message(e) or str(e))}", file=sys.stderr)
+        return 1
     sys.stderr.write(reply["err"])
-    return int(reply["code"]), False
-
-
-def _restore_stdin(request: dict[str, Any]) -> None:
-    """The call goes in-process after all: the standard input read for the engine is its input again."""
-    if request.get("stdin") is not None:
-        import io
-
-        sys.stdin = io.StringIO(request["stdin"])
-
-
-def wait_gone(data_dir: str | os.PathLike[str], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    path = socket_path(data_dir)
-    while os.path.exists(path) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    return int(reply["code"])
 
 
 def warn(message: str) -> None:
     print(f"mnemon: warning: {message}", file=sys.stderr)
 
 
+# ---------------------------------------------------------------- starting an engine
+
+
+def start_after(data_dir: str) -> None:
+    """After an in-process call: start an engine for its data directory when none is there or starting, and
+    the directory is this user's own to write. A directory the engine cannot use is said in one line."""
+    real = os.path.realpath(data_dir)
+    fd = private_dir(real)
+    if fd is None:
+        return  # not made (a failed call), or not this user's own: no engine
+    try:
+        if not os.access(real, os.W_OK):
+            return
+        key = engine_key(os.environ)
+        blocked = _blocked(fd, key)
+        if blocked:
+            warn(f"the engine cannot start: {os.path.join(real, blocked)} is in its way; remove it")
+        elif not _starting(fd, key):
+            start_engine(real, after_exit=True)
+    except OSError as e:  # the call's own answer stands; the next call tries again
+        warn(f"the engine could not start: {e.strerror or e}")
+    finally:
+        os.close(fd)
+
+
+def _blocked(fd: int, key: str) -> str | None:
+    """The engine's socket or state file name when something else has that name (a directory, a file)."""
+    import stat
+
+    for suffix, kind in ((".sock", stat.S_ISSOCK), (".json", stat.S_ISREG), (".lock", stat.S_ISREG)):
+        name = engine_file(key, suffix)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not kind(st.st_mode) or st.st_uid != os.geteuid():
+            return name
+    return None
+
+
+def _starting(fd: int, key: str) -> bool:
+    """An engine holds the lock (it is starting up, or serving)."""
+    import fcntl
+
+    try:
+        lock = os.open(engine_file(key, ".lock"), os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(lock)
+    return False
+
+
+def start_engine(real: str, *, after_exit: bool = False) -> None:
+    """Start the engine for the data directory `real`, detached: its own session, stdin from /dev/null, output
+    to the log (only those three descriptors: Python opens every other one non-inheritable). `posix_spawn`,
+    not `subprocess`: no fork of this process and no import. With `after_exit` its start-up waits until this
+    process has exited (a call that ran in-process)."""
+    after = ["--after", str(os.getpid())] if after_exit else []
+    os.posix_spawn(
+        sys.executable, [sys.executable, "-m", "mnemon_core.engine", real, *after], dict(os.environ),
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.path.join(real, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+            (os.POSIX_SPAWN_DUP2, 1, 2),
+        ],
+        setsid=True,
+    )
+
+
 # ---------------------------------------------------------------- mnemon daemon start|stop|status
 
 
 def daemon(action: str, data_dir: str) -> dict[str, Any]:
-    """What `mnemon daemon ACTION` prints."""
+    """What `mnemon daemon ACTION` prints; a start that fails raises (one error line, exit status 1)."""
+    real = os.path.realpath(data_dir)
+    key = engine_key(os.environ)
     if action == "start":
-        reply = ask(data_dir, {"op": "status"}, start=True)
-        return reply if reply is not None else {"running": False, "error": "the engine did not start; see " +
-                                                os.path.join(data_dir, LOG_NAME)}
+        return _start(real, key)
     if action == "stop":
-        reply = ask(data_dir, {"op": "stop"})
+        return _stop(real, key)
+    reply = ask(real, {"op": "status"}, key)
+    if reply is not None:
+        return reply
+    pid = engine_pid(real, key)
+    return {"running": True, "pid": pid, "answering": False} if pid is not None else {"running": False}
+
+
+def _start(real: str, key: str) -> dict[str, Any]:
+    from .errors import StoreError
+
+    if not os.path.lexists(real):
+        from pathlib import Path
+
+        from .config import make_private_dirs
+
+        make_private_dirs(Path(real))
+    if (fd := private_dir(real)) is None or not os.access(real, os.W_OK):
+        raise StoreError(f"the engine serves only a data directory of this user's that no one else may write: "
+                         f"{real} is not (MNEMON_DAEMON=off runs every command in-process)", path=real)
+    try:
+        blocked = _blocked(fd, key)
+    finally:
+        os.close(fd)
+    if blocked:
+        raise StoreError(f"the engine cannot start: {os.path.join(real, blocked)} is in its way; remove it", path=real)
+    if (reply := ask(real, {"op": "status"}, key)) is not None:
+        return reply
+    start_engine(real)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        if (reply := ask(real, {"op": "status"}, key)) is not None:
+            return reply
+    raise StoreError(f"the engine did not start within {START_TIMEOUT_S:g} s; see {os.path.join(real, LOG_NAME)}",
+                     path=real)
+
+
+def _stop(real: str, key: str) -> dict[str, Any]:
+    """Stop every engine of the data directory (this code's and any other's): asked over its socket, else by
+    signal to the pid its state file names (once its command line shows it is that engine); then wait for the
+    process to exit."""
+    stopped: dict[str, int] = {}
+    for other in engine_keys(real):
+        pid = engine_pid(real, other)
+        reply = ask(real, {"op": "stop"}, other)
+        if pid is None and reply is not None and isinstance(reply.get("pid"), int):
+            pid = reply["pid"]
+        if pid is None:
+            continue
         if reply is None:
-            return {"running": False, "stopped": False}
-        wait_gone(data_dir)
-        return {"running": False, "stopped": True, "pid": reply.get("pid")}
-    reply = ask(data_dir, {"op": "status"})
-    return reply if reply is not None else {"running": False}
+            import signal
+
+            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)  # a stopped engine takes the signal once it runs
+        if not _wait_exit(pid, STOP_WAIT_S):
+            import signal
+
+            os.kill(pid, signal.SIGKILL)
+            _wait_exit(pid, 5.0)
+        stopped[other] = pid
+    if not stopped:
+        return {"running": False, "stopped": False}
+    out: dict[str, Any] = {"running": False, "stopped": True, "pid": stopped.get(key, next(iter(stopped.values())))}
+    others = sorted(pid for k, pid in stopped.items() if k != key)
+    if key in stopped and others:
+        out["others"] = others
+    return out
+
+
+def engine_keys(real: str) -> list[str]:
+    """The keys of the engines whose state or socket files are in the data directory."""
+    try:
+        names = os.listdir(real)
+    except OSError:
+        return []
+    keys = {n[len(ENGINE_PREFIX):].rsplit(".", 1)[0] for n in names
+            if n.startswith(ENGINE_PREFIX) and n.endswith((".json", ".sock"))}
+    return sorted(keys)
+
+
+def engine_pid(real: str, key: str) -> int | None:
+    """The pid in the engine's state file, if that process lives, is this user's, and is the engine of this data
+    directory by its command line (a pid reused by another program is never signalled)."""
+    import json
+
+    try:
+        with open(os.path.join(real, engine_file(key, ".json")), encoding="utf-8") as f:
+            pid = json.load(f).get("pid")
+        if not isinstance(pid, int) or pid <= 0 or os.stat(f"/proc/{pid}").st_uid != os.geteuid():
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if b"mnemon_core.engine" not in argv:
+        return None
+    i = argv.index(b"mnemon_core.engine")
+    return pid if i + 1 < len(argv) and argv[i + 1] == os.fsencode(real) else None
+
+
+def _wait_exit(pid: int, timeout: float) -> bool:
+    """Wait until `pid` has exited (it is not our child: its /proc entry goes, or it is a zombie)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state in (b"Z", b"X"):
+            return True
+        time.sleep(0.02)
+    return False

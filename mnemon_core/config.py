@@ -73,6 +73,26 @@ def default_data_dir() -> Path:
     return Path(home) / ".mnemon"
 
 
+def make_private_dirs(path: Path) -> None:
+    """Create `path` and its missing parents as directories of this user's only (0700): a data directory holds
+    memory text, and the resident engine trusts a socket only in a directory no one else may write."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
+
+
+def create_private_file(path: Path) -> None:
+    """An empty file only this user may read (0600), unless it exists: SQLite gives its -wal and -shm files the
+    mode of the database file, so one created here keeps the memory text from other local users."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except FileExistsError:
+        pass
+
+
 def parse_duration(text: str, name: str) -> float:
     """Go-style durations (`24h`, `90m`, `1h30m`, `45s`), `7d` for whole days, or `0`. Returns seconds;
     `name` is the variable the text came from, for the error."""

@@ -33,7 +33,7 @@ class Context:
     log: Callable[[str, str | None, str, str], None]  # one oplog row (operation, insight id, detail, now)
     detail: Callable[[str], str]  # a content's oplog detail: through MCP only its fingerprint
     writable: Callable[[str], None]  # raises ReadOnlyError(action) on a read-only Memory
-    warn: Callable[[str], None]  # one warning per process on stderr
+    warn: Callable[[str], None]  # one warning per call on stderr
     embed_texts: Callable[[Sequence[str]], np.ndarray | None]  # vectors, or None (one warning) when off or failing
     cosines: Cosines  # calibrated cosine ≥ floor with every embedded active insight
     fold_stale_index: Callable[[int], None]  # before a write: fold new vectors into a stale ANN file

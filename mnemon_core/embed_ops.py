@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
+from . import once
 from .config import DEFAULT_OLLAMA_MODEL, MAX_CONSECUTIVE_TIMEOUTS
 from .context import Context
 from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
@@ -131,6 +132,7 @@ def embed_one(ctx: Context, id: str) -> EmbedOneResult:
     vec = emb.embed(ins.content)
     now, _ = ctx.clock()
     with store.transaction():
+        once.claim(store, now)
         store.set_vector(id, vec, emb.name)
         ctx.log("embed", id, f"dim={vec.shape[0]} model={emb.name}", now)
     return EmbedOneResult(dimension=int(vec.shape[0]), id=id, model=emb.name)
@@ -199,6 +201,7 @@ def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
                         done.append((r.id, one[0]))
             if done:
                 with store.transaction():
+                    once.claim(store, ctx.clock()[0])
                     for id_, vec in done:
                         store.set_vector(id_, vec, model)
                 succeeded += len(done)
@@ -213,6 +216,7 @@ def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
         ctx.warn(f"embed --all {gave_up}; {n_failed} insights not embedded, run it again later")
     now, _ = ctx.clock()
     with store.transaction():
+        once.claim(store, now)
         ctx.log("embed:backfill", None, f"succeeded={succeeded} failed={n_failed} model={model}", now)
     if emb.dimensions:
         store.maintain_vector_index(model, emb.dimensions)  # large stores: fold the new vectors into the ANN file

@@ -1,18 +1,23 @@
 """The resident engine of one data directory: `python -m mnemon_core.engine DATA_DIR` (started by the client,
 `client.py`, on the first call that needs it).
 
-It listens on `DATA_DIR/engine.sock` (mode 0600; every connection's peer must be this user; a data directory
-too deep for a socket path uses one under the temp dir, `client.socket_path`), runs each request
-in a thread of its own through the same `cli.main` the in-process CLI runs — with the request's arguments,
-environment and working directory — and sends back what it printed and its exit status. What it keeps warm
-between requests: one `Memory` per distinct configuration (store, embedder, readonly, …), so the embedding
-model, the vector matrix and the recall memo are loaded once. Writes are the same store transactions as
-in-process, and the memo follows writes of other processes through the store's committed graph counter.
+It serves only a data directory of its user's that nobody else may write (`client.private_dir`), listens on
+`DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `client.engine_key`),
+and answers only a peer that runs as its user (SO_PEERCRED). Each request runs in a thread of its own through
+the same `cli.main` the in-process CLI runs, with the request's arguments and settings, and the engine sends
+back what it printed and its exit status; while a command runs it sends a heartbeat every HEARTBEAT_S, so a
+client tells a long command from a stuck engine. A request whose client has hung up before it starts is
+dropped; a request's write records its id (`once.py`), so a client's in-process rerun never doubles it.
+
+What it keeps warm: `Memory` objects per configuration (store, embedder, readonly, …), so the embedding model,
+the vector matrix and the recall memo are loaded once. A request takes an idle one or a new one: no request
+waits for another, as no in-process call waits for another process. Before each command the Memory lets go of a
+store whose file was removed or replaced (`store remove`, a restore), so no write goes to a file nobody reads.
 
 It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300), on `mnemon daemon stop`, on
-SIGTERM, or when a client of other code asks (it says "restart" and stops, and the client starts a new one).
-Its state file `engine.json` (pid, start time, code), its log `engine.log` and its lock `engine.lock` (held by the
-engine that binds the socket, so two started at once never both serve) sit in the data directory.
+SIGTERM, and when its socket or its data directory is gone. Its state file `engine-<key>.json` (pid, start
+time, code), its lock `engine-<key>.lock` (held for its life, so two started at once never both serve) and the
+shared log `engine.log` sit in the data directory.
 """
 
 from __future__ import annotations
@@ -23,23 +28,22 @@ import json
 import os
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
 from collections import OrderedDict
 from contextvars import ContextVar
-from pathlib import Path
 from typing import Any, TextIO
 
 from . import client
 
 IDLE_DEFAULT_S = 300.0
-LOCK_NAME = "engine.lock"  # held by the engine that binds the socket
 AFTER_WAIT_S = 5.0  # how long a first call's engine waits for that call's process to end before starting up
-MAX_MEMORIES = 8  # warm Memory objects kept (distinct stores / configurations)
+MAX_IDLE_MEMORIES = 8  # warm Memory objects kept while no request uses them
 PER_CALL = frozenset({"session"})  # Settings fields a command passes with each call instead
-ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock and the stop flag
+ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock, the stop flag, the socket and the dir
+REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this long
+STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -88,40 +92,86 @@ class _ThreadInput(io.TextIOBase):
         return self._source() is None
 
 
+class _Heartbeat:
+    """The frames of one request's answer: a beat at once (a client that has hung up is found here, and its
+    request is dropped unrun), a beat every HEARTBEAT_S while the command runs, then the answer."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.beats = 0
+
+    def start(self) -> bool:
+        if not self._send({"beat": 0}):
+            return False
+        threading.Thread(target=self._beat, daemon=True).start()
+        return True
+
+    def _beat(self) -> None:
+        while not self.done.wait(client.HEARTBEAT_S):
+            if not self._send({"beat": self.beats}):
+                return
+
+    def _send(self, message: dict[str, Any]) -> bool:
+        with self.lock:
+            if self.done.is_set() and "beat" in message:
+                return False
+            self.beats += 1
+            try:
+                client.send(self.conn, message)
+            except OSError:  # the client went away
+                return False
+            return True
+
+    def answer(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            self.done.set()
+        self._send(message)
+
+
 class Engine:
-    def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.socket_path = Path(client.socket_path(data_dir))
-        self.state_path = data_dir / client.PID_NAME
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = os.path.realpath(data_dir)
+        self.key = client.engine_key(os.environ)
+        self.socket_name = client.engine_file(self.key, ".sock")
+        self.state_name = client.engine_file(self.key, ".json")
         self.stamp = client.code_stamp()
         self.started = time.time()
         self.last_request = time.monotonic()
         self.idle_s = _idle_seconds(os.environ.get("MNEMON_DAEMON_IDLE"))
         self.stopping = threading.Event()
-        self.active = 0
-        self.lock = threading.Lock()
-        # key → (Memory, its lock), least recently used first. A request holds its Memory's lock from the moment
-        # it gets it to its end: one store connection serves one command at a time, so a read never runs inside
-        # another request's write transaction and transactions keep the in-process rules.
-        self.memories: OrderedDict[tuple[Any, ...], tuple[Any, threading.RLock]] = OrderedDict()
+        self.active = 0  # requests received and not yet answered
+        self.lock = threading.RLock()  # reentrant: SIGTERM's handler (stop) may run while the main thread holds it
+        # key → the idle Memory objects of that configuration, least recently used first; a request takes one
+        # (or a new one) for its whole run and gives it back, so requests never wait for each other.
+        self.memories: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
+        self.busy: dict[tuple[Any, ...], int] = {}
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
-        self.lock_file: TextIO | None = None
+        self.dir_fd: int | None = None
+        self.lock_fd: int | None = None
+        self.socket_id: tuple[int, int] | None = None  # (device, inode) of the socket this engine bound
         self.warm = threading.Event()  # the warm-up is over (the store, model and vectors are loaded)
+        self.parser: Any = None  # cli's parser, built once the engine serves
 
     # ------------------------------------------------------------------ life
 
     def run(self, after: int | None = None) -> None:
         """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the heavy
         start-up waits (a few seconds at most) until that call's process has exited, so as not to slow its end
-        down; calls that come meanwhile wait in the listen queue."""
-        server = self.server = self._listen()
-        if server is None:
+        down. The socket is bound only once the engine can answer: calls meanwhile run in-process."""
+        if not self._claim():
             return
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
         from . import cli, config
 
+        server = self.server = self._listen()
+        if server is None:
+            self._release()
+            return
+        self.parser = cli.built_parser()  # built per call in-process; here once (2.7 ms a call)
         saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
         cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
         sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
@@ -130,9 +180,8 @@ class Engine:
         config.environment = _request_env.get  # type: ignore[assignment]
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        self._write_state()
         threading.Thread(target=self._warm, daemon=True).start()
-        print(f"engine {os.getpid()} serving {self.socket_path} (code {self.stamp})", file=sys.__stderr__, flush=True)
+        _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
         try:
             while not self.stopping.is_set():
                 try:
@@ -140,122 +189,188 @@ class Engine:
                 except TimeoutError:
                     with self.lock:
                         idle = self.active == 0 and time.monotonic() - self.last_request > self.idle_s
-                    if idle:
+                    if idle or self._gone():
                         self.stop()
                     continue
                 except OSError:  # the listener was closed: stopping
                     break
-                with self.lock:
-                    self.active += 1
-                    self.last_request = time.monotonic()
                 threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
         finally:
-            self._close(server)
+            self._close()
             cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment = saved  # an engine run in a thread
 
-    def _listen(self) -> socket.socket | None:
-        """Bind the socket, unless another engine holds it or is starting (then this one exits). The lock
-        file is held from before the bind until `stop`, so two engines started at once never both bind."""
+    def _claim(self) -> bool:
+        """Open the data directory (this user's own only) and take this key's lock; False: another engine of
+        this key lives, or the directory is not one to serve."""
         import fcntl
 
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.lock_file = open(self.data_dir / LOCK_NAME, "a")  # noqa: SIM115 - held for the engine's life
+        self.dir_fd = client.private_dir(self.data_dir)
+        if self.dir_fd is None:
+            _log(f"not serving {self.data_dir}: not a directory of this user's that no one else may write")
+            return False
         try:
-            fcntl.flock(self.lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.lock_file.close()
-            return None
-        if client.connect(self.data_dir) is not None:
-            return None
-        with contextlib.suppress(FileNotFoundError):
-            self.socket_path.unlink()  # a stale socket of an engine that died
+            self.lock_fd = os.open(client.engine_file(self.key, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC |
+                                   os.O_NOFOLLOW, 0o600, dir_fd=self.dir_fd)
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:  # BlockingIOError: held by a live engine of this key
+            if not isinstance(e, BlockingIOError):
+                _log(f"not serving {self.data_dir}: its lock file: {e.strerror or e}")
+            self._release()
+            return False
+        return True
+
+    def _listen(self) -> socket.socket | None:
+        """Bind the socket (a stale one of an engine that died goes first) and write the state file."""
+        import stat
+
+        assert self.dir_fd is not None
+        try:
+            st = os.stat(self.socket_name, dir_fd=self.dir_fd, follow_symlinks=False)
+            if not stat.S_ISSOCK(st.st_mode):
+                _log(f"not serving: {os.path.join(self.data_dir, self.socket_name)} is not a socket; remove it")
+                return None
+            os.unlink(self.socket_name, dir_fd=self.dir_fd)
+        except FileNotFoundError:
+            pass
+        # Bound and listening under a temporary name, then renamed: a client finds the socket only once it answers.
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
+        tmp = f"{self.socket_name}.{os.getpid()}"
+        old = os.umask(0o177)  # only the main thread runs yet
         try:
-            server.bind(os.fsencode(self.socket_path))
+            server.bind(client.address(self.dir_fd, self.data_dir, tmp))
+            server.listen(64)
+            st = os.stat(tmp, dir_fd=self.dir_fd, follow_symlinks=False)
+            self.socket_id = (st.st_dev, st.st_ino)
+            self._write_state()
+            os.rename(tmp, self.socket_name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        except OSError as e:
+            _log(f"not serving {self.data_dir}: {e}")
+            server.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self.dir_fd)
+            return None
         finally:
             os.umask(old)
-        os.chmod(self.socket_path, 0o600)
-        server.listen(64)
         server.settimeout(ACCEPT_POLL_S)
         return server
 
+    def _gone(self) -> bool:
+        """The socket is no longer the one this engine bound (deleted, replaced), or the data directory is
+        gone: nobody can reach this engine any more, so it exits."""
+        assert self.dir_fd is not None
+        try:
+            st = os.stat(self.socket_name, dir_fd=self.dir_fd, follow_symlinks=False)
+            here, opened = os.stat(self.data_dir), os.fstat(self.dir_fd)
+        except OSError:
+            return True
+        return ((st.st_dev, st.st_ino) != self.socket_id or (here.st_dev, here.st_ino) != (opened.st_dev, opened.st_ino)
+                or opened.st_nlink == 0)
+
     def stop(self) -> None:
-        """Stop taking requests at once: the listener closes and the socket and state files go now, so the next
-        client starts a new engine instead of reaching this one; requests in flight finish."""
+        """Stop taking requests at once: the listener closes and the socket and state files go now (when they
+        are still this engine's), so the next client starts a new engine instead of reaching this one;
+        requests in flight finish."""
         with self.lock:
             if self.stopping.is_set():
                 return
             self.stopping.set()
             if self.server is not None:
                 self.server.close()
-            for path in (self.socket_path, self.state_path):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
-            if self.lock_file is not None:
-                self.lock_file.close()  # releases the lock: the next engine may bind while this one finishes
+            if self.dir_fd is not None and self.socket_id is not None and not self._gone():
+                for name in (self.socket_name, self.state_name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=self.dir_fd)
 
-    def _close(self, server: socket.socket) -> None:
+    def _release(self) -> None:
+        for fd in (self.lock_fd, self.dir_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)  # closing the lock file releases the lock: the next engine may start
+        self.lock_fd = self.dir_fd = None
+
+    def _close(self) -> None:
         self.stop()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STOP_GRACE_S
         while self.active and time.monotonic() < deadline:  # let requests in flight finish their transaction
             time.sleep(0.01)
         with self.memories_lock:
-            for mem, _lock in self.memories.values():
-                with contextlib.suppress(Exception):
-                    mem.close()
+            idle = [m for ms in self.memories.values() for m in ms]
+            self.memories.clear()
+        for mem in idle:
+            with contextlib.suppress(Exception):
+                mem.close()
+        self._release()
 
     def _write_state(self) -> None:
-        state = {"pid": os.getpid(), "started": self.started, "code": self.stamp}
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, self.state_path)
+        assert self.dir_fd is not None
+        state = json.dumps({"pid": os.getpid(), "started": self.started, "code": self.stamp, "key": self.key})
+        tmp = self.state_name + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
+                     dir_fd=self.dir_fd)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(state)
+        os.replace(tmp, self.state_name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
 
     # ------------------------------------------------------------------ requests
 
     def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
-                if not _same_user(conn):
+                if client.peer_uid(conn) != os.geteuid():
                     return
+                conn.settimeout(REQUEST_TIMEOUT_S)  # a connection that never sends is hung up on
                 request = client.receive(conn)
-                if request is not None:
-                    client.send(conn, self._answer(request))
+                if request is None:
+                    return
+                with self.lock:
+                    self.active += 1
+                    self.last_request = time.monotonic()
+                try:
+                    self._answer(request, conn)
+                finally:
+                    with self.lock:
+                        self.active -= 1
+                        self.last_request = time.monotonic()
         except OSError:
             pass  # the client went away; its transaction (if any) committed or rolled back as in-process
-        finally:
-            with self.lock:
-                self.active -= 1
-                self.last_request = time.monotonic()
 
-    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, request: dict[str, Any], conn: socket.socket) -> None:
         op = request.get("op")
         if op == "status":
-            return self.status()
-        if op == "stop":
+            client.send(conn, self.status())
+        elif op == "stop":
             self.stop()
-            return {"pid": os.getpid(), "stopping": True}
-        if request.get("stamp") != self.stamp:
-            self.stop()
-            return {"restart": "the installed code changed"}
-        return self._run(request["argv"], request.get("env", {}), request.get("stdin"))
+            client.send(conn, {"pid": os.getpid(), "stopping": True})
+        elif op == "run" and self._serves(request):
+            beats = _Heartbeat(conn)
+            if not beats.start():
+                return  # its client has hung up: dropped before it ran
+            beats.answer(self._run(request["argv"], request["env"], request.get("stdin"), request["id"]))
 
-    def _run(self, argv: list[str], env: dict[str, str], stdin: str | None = None) -> dict[str, Any]:
-        from . import cli
+    def _serves(self, request: dict[str, Any]) -> bool:
+        """A well-formed request for this engine's data directory (the client resolves it and sends it)."""
+        env, argv = request.get("env"), request.get("argv")
+        return (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+                and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and isinstance(request.get("id"), str) and isinstance(request.get("stdin"), (str, type(None)))
+                and os.path.realpath(env.get("MNEMON_DATA_DIR", "")) == self.data_dir)
+
+    def _run(self, argv: list[str], env: dict[str, str], stdin: str | None, request_id: str) -> dict[str, Any]:
+        from . import cli, once
 
         out, err = io.StringIO(), io.StringIO()
-        held: list[threading.RLock] = []
+        held: list[tuple[tuple[Any, ...], Any]] = []
         tokens = (_capture.set((out, err)), _request_env.set(env), _held.set(held),
-                  _stdin.set(None if stdin is None else io.StringIO(stdin)))
+                  _stdin.set(None if stdin is None else io.StringIO(stdin)), once.begin(request_id))
         try:
-            code = cli.main(argv)
+            code = cli.main(argv, self.parser)
         except SystemExit as e:  # argparse's usage errors and --help
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             if isinstance(e.code, str):
                 err.write(e.code + "\n")
         finally:
-            for lock in held:
-                lock.release()
+            self._give_back(held)
+            once.end(tokens[4])
             _capture.reset(tokens[0])
             _request_env.reset(tokens[1])
             _held.reset(tokens[2])
@@ -268,7 +383,8 @@ class Engine:
         from .config import Settings
         from .recall.graph import graph_view
 
-        tokens = (_request_env.set(dict(os.environ)), _held.set([]))
+        held: list[tuple[tuple[Any, ...], Any]] = []
+        tokens = (_request_env.set(dict(os.environ)), _held.set(held))
         try:
             mem = self._memory(Settings.resolve(data_dir=self.data_dir, origin="cli"))
             if not mem.settings.db_path.exists() and mem.settings.database_url is None:
@@ -280,58 +396,77 @@ class Engine:
             if emb is not None and vecs is not None:
                 store.vector_matrix(emb.name, int(vecs.shape[1]))
         except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
-            print(f"warm-up: {type(e).__name__}: {e}", file=sys.__stderr__, flush=True)
+            _log(f"warm-up: {type(e).__name__}: {e}")
         finally:
-            for lock in _held.get():
-                lock.release()
+            self._give_back(held)
             _request_env.reset(tokens[0])
             _held.reset(tokens[1])
             self.warm.set()
 
     def _memory(self, settings: Any) -> Any:
-        """The warm `Memory` of these settings: one per configuration that shapes what it does (store,
-        embedder, readonly, limits …; not the remember session, which the CLI passes with each call), the
-        least recently used closed past MAX_MEMORIES."""
+        """A warm `Memory` of these settings for this request: one per configuration that shapes what it does
+        (store, embedder, readonly, limits …; not the remember session, which the CLI passes with each call),
+        idle or new; given back when the request ends (`_give_back`)."""
         from .memory import Memory
 
         key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
         with self.memories_lock:
-            entry = self.memories.get(key)
-            if entry is None:
-                entry = self.memories[key] = (Memory(settings=settings), threading.RLock())
-                while len(self.memories) > MAX_MEMORIES:
-                    _, (old, old_lock) = self.memories.popitem(last=False)
-                    with old_lock:  # not while a request uses it
-                        old.close()
+            idle = self.memories.setdefault(key, [])
             self.memories.move_to_end(key)
-        mem, lock = entry
-        lock.acquire()  # released when the request ends (`_run`)
-        _held.get().append(lock)
+            mem = idle.pop() if idle else None
+            self.busy[key] = self.busy.get(key, 0) + 1
+        if mem is None:
+            mem = Memory(settings=settings)
+        _held.get().append((key, mem))
+        if mem.reopen_if_replaced():  # the idle others of that store hold the old file too: let them go now
+            with self.memories_lock:
+                stale, self.memories[key] = self.memories.get(key, []), []
+            for other in stale:
+                with contextlib.suppress(Exception):
+                    other.close()
         return mem
+
+    def _give_back(self, held: list[tuple[tuple[Any, ...], Any]]) -> None:
+        """The request's Memory objects are idle again; past MAX_IDLE_MEMORIES, the least recently used idle
+        ones are closed (never one a request uses)."""
+        surplus = []
+        with self.memories_lock:
+            for key, mem in held:
+                self.busy[key] -= 1
+                self.memories.setdefault(key, []).append(mem)
+            excess = sum(len(ms) for ms in self.memories.values()) - MAX_IDLE_MEMORIES
+            for key in list(self.memories):
+                while excess > 0 and self.memories[key]:
+                    surplus.append(self.memories[key].pop(0))
+                    excess -= 1
+                if not self.memories[key] and not self.busy.get(key):
+                    del self.memories[key]
+                    self.busy.pop(key, None)
+        held.clear()
+        for mem in surplus:
+            with contextlib.suppress(Exception):
+                mem.close()
 
     def status(self) -> dict[str, Any]:
         from . import __version__
 
         with self.memories_lock:
-            stores = sorted({m.settings.store for m, _lock in self.memories.values()})
+            stores = sorted({m.settings.store for ms in self.memories.values() for m in ms})
         return {
             "running": True, "pid": os.getpid(), "uptime_s": round(time.time() - self.started, 1),
             "stores_open": stores, "warm": self.warm.is_set(), "version": __version__, "code": self.stamp,
             "idle_timeout_s": self.idle_s,
-            "socket": str(self.socket_path),
+            "socket": os.path.join(self.data_dir, self.socket_name),
         }
 
 
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})
-_held: ContextVar[list[threading.RLock]] = ContextVar("mnemon_engine_held")
+_held: ContextVar[list[tuple[tuple[Any, ...], Any]]] = ContextVar("mnemon_engine_held")
 _stdin: ContextVar[io.StringIO | None] = ContextVar("mnemon_engine_stdin", default=None)
 
 
-def _same_user(conn: socket.socket) -> bool:
-    """SO_PEERCRED: the connecting process runs as this user (the socket's mode already says so)."""
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return uid == os.getuid()
+def _log(message: str) -> None:
+    print(message, file=sys.__stderr__, flush=True)
 
 
 def _idle_seconds(text: str | None) -> float:
@@ -354,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) not in (1, 3) or (len(args) == 3 and (args[1] != "--after" or not args[2].isdigit())):
         print("usage: python -m mnemon_core.engine DATA_DIR [--after PID]", file=sys.stderr)
         return 2
-    Engine(Path(args[0])).run(after=int(args[2]) if len(args) == 3 else None)
+    Engine(args[0]).run(after=int(args[2]) if len(args) == 3 else None)
     return 0
 
 

@@ -5,7 +5,8 @@
     ├── NotFoundError (also LookupError)    an id or store that does not exist
     ├── ReadOnlyError                       a write asked of a --readonly memory
     ├── EmbedderError                       an embedding provider failed or is missing
-    └── StoreError                          the database could not be opened or used
+    ├── StoreError                          the database could not be opened or used
+    └── AlreadyDone                         a rerun of a call whose write the resident engine made (once.py)
 
 Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`; the CLI and the MCP server also
 show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback.
@@ -48,6 +49,17 @@ class StoreError(MnemonError):
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class AlreadyDone(MnemonError):
+    """The resident engine made this call's write and stopped before answering; the rerun writes nothing."""
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(
+            "the resident engine made this call's write and stopped before it could answer; it was not made "
+            f"again (request {request_id[:12]}; `mnemon log` shows it)"
+        )
+        self.request_id = request_id
 
 
 class MissingExtraError(MnemonError, ImportError):

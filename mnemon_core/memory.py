@@ -11,17 +11,18 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import lifecycle, related
+from . import lifecycle, once, related
 from .config import UNSET, Settings
 from .context import Context
 from .embed import Embedder, get_embedder
-from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .inputs import EXCERPT_CHARS, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT
 from .models import (
     REVERSE_KEY,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # these modules load with their first call: `import mnemon_co
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 TOP_ENTITIES = 20
 CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
+_NEVER = object()
 
 
 def check_limit(limit: int, name: str = "--limit") -> int:
@@ -96,8 +98,9 @@ class Memory:
         self.settings = settings
         self._store: Store | None = None
         self._embedder: Any = instance if instance is not None else UNSET
-        self._warned = False
+        self._warned_in: object = _NEVER  # the call that printed this Memory's warning (`_warn`)
         self._healthy: bool | None = None
+        self._probed_in: object = _NEVER  # the call that found out `_healthy`
         self._opening = threading.Lock()  # two threads' first use opens one store and loads one model
 
     # ------------------------------------------------------------------ plumbing
@@ -118,6 +121,17 @@ class Memory:
                     self._embedder = get_embedder(self.settings)
         return self._embedder
 
+    def reopen_if_replaced(self) -> bool:
+        """Let go of the store when the database it opened is no longer the one the settings name (`store
+        remove`, a restore over the file): the next use opens what is there now, as a new process would. A
+        long-lived holder (the resident engine) calls it before each command. True when it let go."""
+        with self._opening:
+            if self._store is None or not self._store.replaced():
+                return False
+            self._store.close()
+            self._store = None
+            return True
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
@@ -134,9 +148,11 @@ class Memory:
             raise ReadOnlyError(action)
 
     def _warn(self, message: str) -> None:
-        """One warning per process on stderr, never a traceback."""
-        if not self._warned:
-            self._warned = True
+        """One warning per call on stderr, never a traceback. A call is this process, or in the resident engine
+        one served command (its request, `once.current()`), so every served call that degrades says so."""
+        call = once.current()
+        if self._warned_in is not call:
+            self._warned_in = call
             print(f"mnemon: warning: {message}", file=sys.stderr)
 
     def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
@@ -144,11 +160,13 @@ class Memory:
         emb = self.embedder
         if emb is None or not texts:
             return None
-        if self._healthy is None:  # one health probe per Memory (2 s for remote providers)
-            self._healthy = emb.available()
-            if not self._healthy:
-                self._warn(f"embedder {emb.name} unavailable, using keyword and graph signals only")
+        # One health probe per call (2 s for a remote provider that hangs): an embedder that was down is asked
+        # again by the next served call, as the next process would ask it.
+        call = once.current()
+        if self._healthy is None or (not self._healthy and self._probed_in is not call):
+            self._healthy, self._probed_in = emb.available(), call
         if not self._healthy:
+            self._warn(f"embedder {emb.name} unavailable, using keyword and graph signals only")
             return None
         try:
             return emb.embed_batch(list(texts), query=query)
@@ -173,6 +191,15 @@ class Memory:
         index = self.store.ann_index(emb.name, dim) if emb is not None else None
         if index is not None and index.stale():
             self.store.maintain_vector_index(emb.name, dim)
+
+    @contextmanager
+    def _writing(self, now: str) -> Iterator[Store]:
+        """A write transaction of this call: the served call's request id is recorded in it first (`once.py`),
+        so the rerun of a call whose answer the engine lost writes nothing (`AlreadyDone`)."""
+        store = self.store
+        with store.transaction():
+            once.claim(store, now)
+            yield store
 
     def _now(self) -> tuple[str, float]:
         ts = time.time()
@@ -238,7 +265,7 @@ class Memory:
         by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
-        with store.transaction():
+        with self._writing(now):
             # Timestamps from under the write lock, so concurrent writers' temporal chains stay linear.
             now, ts = self._now()
             if not no_diff:
@@ -273,7 +300,8 @@ class Memory:
     def _skip(self, content: str, existing: str, now: str) -> RememberResult:
         """An exact repeat writes nothing; it answers with the insight that holds the text (`id`, and
         `replaced_id` as the spec has it), so `show <id>` finds it."""
-        self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
+        with self._writing(now):
+            self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
         return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
                               replaced_id=existing)
 
@@ -453,7 +481,7 @@ class Memory:
             back = {**meta, REVERSE_KEY: REVERSE_VALUE} if etype == EdgeType.causal else meta
             edges.append(Edge(source_id=target_id, target_id=source_id, edge_type=etype, weight=float(weight),
                               metadata=back, created_at=now))
-        with store.transaction():
+        with self._writing(now):
             for e in edges:
                 store.upsert_edge(e)
             self._log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
@@ -467,7 +495,7 @@ class Memory:
         if store.get_insight(id) is None:
             raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
         now, _ = self._now()
-        with store.transaction():
+        with self._writing(now):
             store.soft_delete([id], now)
             self._log("forget", id, "", now)
         return ForgetResult(id=id)
@@ -511,9 +539,11 @@ class Memory:
             return
         now, _ = self._now()
         try:
-            with self.store.transaction():
-                self.store.touch(ids, now)
+            with self._writing(now) as store:
+                store.touch(ids, now)
                 self._log(op, insight_id, detail, now)
+        except AlreadyDone:  # the rerun of a read the engine answered: its access is counted already
+            pass
         except StoreError as e:
             self._warn(f"access not recorded: {e}")
 
@@ -563,7 +593,7 @@ class Memory:
         now, ts = self._now()
         scan = lifecycle.gc_scan(store, threshold=threshold, limit=limit, now_ts=ts)
         if not self.settings.readonly:
-            with store.transaction():
+            with self._writing(now):
                 store.set_effective_importance(scan.ei)
                 self._log("gc", None, f"threshold={threshold:.2f} found={scan.found} total={scan.total}", now)
         return GcResult(candidates=scan.candidates or None, candidates_found=scan.found,
@@ -578,7 +608,7 @@ class Memory:
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         now, ts = self._now()
-        with store.transaction():
+        with self._writing(now):
             store.touch([id], now, inc=lifecycle.GC_KEEP_BOOST)
             ei = lifecycle.refresh_ei(store, [id], ts)[id]
             self._log("gc_keep", id, self._detail(ins.content), now)

@@ -76,10 +76,11 @@ def stop_engines(root: Path) -> None:
     import time
 
     for pid, data_dir in _engines_under(root):
-        if (Path(data_dir) / "engine.json").exists():
-            run_cli("--data-dir", data_dir, "daemon", "stop")
-        else:
+        if any(Path(data_dir).glob("engine-*.json")) and _alive(pid):
+            run_cli("--data-dir", data_dir, "daemon", "stop")  # every engine of the directory
+        if _alive(pid):
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
         deadline = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)

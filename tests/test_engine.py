@@ -30,9 +30,13 @@ def engine_on(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     stop_engines(tmp_path)
 
 
+def state_path(data_dir: Path) -> Path:
+    return data_dir / client.engine_file(client.engine_key(os.environ), ".json")
+
+
 def state(data_dir: Path) -> dict:
     """The running engine's state file, once it is there (the call that starts an engine runs in-process)."""
-    path = data_dir / client.PID_NAME
+    path = state_path(data_dir)
     deadline = time.monotonic() + 30
     while not path.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -85,7 +89,7 @@ def test_daemon_start_status_stop(engine_on: Path) -> None:
     assert os.stat(client.socket_path(engine_on)).st_mode & 0o777 == 0o600
     stopped = run_cli("daemon", "stop").json()
     assert stopped == {"running": False, "stopped": True, "pid": started["pid"]}
-    assert not os.path.exists(client.socket_path(engine_on)) and not (engine_on / client.PID_NAME).exists()
+    assert not os.path.exists(client.socket_path(engine_on)) and not state_path(engine_on).exists()
     deadline = time.monotonic() + 10
     while _alive(started["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -96,7 +100,7 @@ def test_off_and_no_daemon_run_in_process(data_dir: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("MNEMON_DAEMON", "on")
     assert run_cli("remember", "x", "--no-daemon").code == 0
     assert run_cli("recall", "x", env={"MNEMON_DAEMON": "off"}).code == 0
-    assert not (data_dir / client.PID_NAME).exists()
+    assert not list(data_dir.glob("engine-*"))
 
 
 def test_the_engine_sees_writes_of_other_processes(engine_on: Path) -> None:
@@ -115,19 +119,6 @@ def test_readonly_holds_in_the_engine(engine_on: Path) -> None:
     assert (r.code, r.err) == (1, "Error: remember is unavailable with --readonly: database writes are disabled\n")
     assert run_cli("--readonly", "recall", "kept").code == 0
     assert db.read_bytes() == before
-
-
-def test_a_stale_engine_is_replaced_by_one_of_this_code(engine_on: Path) -> None:
-    run_cli("remember", "first")
-    old = state(engine_on)["pid"]
-    reply = client.ask(engine_on, {"op": "run", "argv": ["status"], "stamp": "0.0.0:other"})
-    assert reply == {"restart": "the installed code changed"}
-    r = run_cli("recall", "first")
-    assert r.code == 0 and r.err == "" and r.json()["results"][0]["content"] == "first"
-    deadline = time.monotonic() + 30
-    while state(engine_on)["pid"] == old and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert state(engine_on)["pid"] != old
 
 
 def test_an_idle_engine_exits(engine_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +176,7 @@ def test_a_first_calls_engine_starts_up_after_that_call_has_exited(engine_on: Pa
         deadline = time.monotonic() + 30
         while not os.path.exists(client.socket_path(engine_on)) and time.monotonic() < deadline:
             time.sleep(0.01)
-        reply = client.ask(engine_on, {"op": "status"})  # queued until the starter has gone
+        reply = client.ask(engine_on, {"op": "status"})
         assert reply is not None and reply["running"] is True
         assert starter.poll() is not None
     finally:
@@ -247,8 +238,10 @@ def test_kill_9_loses_nothing_acknowledged(engine_on: Path) -> None:
         time.sleep(1.0)
         os.kill(pid, signal.SIGKILL)  # mid-burst: some remembers done, some in flight, some not sent
         results = [f.result() for f in futures]
-    assert all(r.code == 0 for r in results), [r.err for r in results]
-    acknowledged = {r.json()["id"] for r in results}
+    # A call whose engine died after its commit says so (the rerun writes nothing); every other call answers.
+    made = "Error: the resident engine made this call's write and stopped before it could answer"
+    assert all(r.code == 0 or (r.code == 1 and made in r.err) for r in results), [r.err for r in results]
+    acknowledged = {r.json()["id"] for r in results if r.code == 0}
     db = sqlite3.connect(engine_on / "data" / "default" / "mnemon.db")
     rows = dict(db.execute("SELECT id, content FROM insights WHERE deleted_at IS NULL").fetchall())
     assert acknowledged <= set(rows) and sorted(rows.values()) == sorted(texts)  # each exactly once
@@ -256,26 +249,18 @@ def test_kill_9_loses_nothing_acknowledged(engine_on: Path) -> None:
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_only_this_user_is_served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = Engine(tmp_path / "dd")
-    monkeypatch.setattr(os, "getuid", lambda: os.geteuid() + 1)  # as if the peer were someone else
-    t = threading.Thread(target=engine.run)
-    t.start()
+def test_a_deep_data_dir_is_served_through_its_descriptor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tmp_path / ("d" * 120)  # its socket path is longer than a Unix socket address may be
+    monkeypatch.setenv("MNEMON_DAEMON", "on")
     try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(client.socket_path(tmp_path / "dd")) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert client.ask(tmp_path / "dd", {"op": "status"}) is None  # connection closed, nothing said
+        run_cli("--data-dir", str(deep), "remember", "a deep memory")
+        served_by_engine(deep)
+        assert len(os.fsencode(client.socket_path(deep))) > client.MAX_SUN_PATH
+        r = run_cli("--data-dir", str(deep), "recall", "deep")
+        assert (r.code, r.err) == (0, "") and r.json()["results"][0]["content"] == "a deep memory"
+        assert run_cli("--data-dir", str(deep), "daemon", "status").json()["pid"] == state(deep)["pid"]
     finally:
-        engine.stop()
-        t.join()
-
-
-def test_a_deep_data_dir_gets_a_short_socket(tmp_path: Path) -> None:
-    deep = tmp_path / ("d" * 120)
-    path = client.socket_path(deep)
-    assert len(os.fsencode(path)) <= client.MAX_SUN_PATH and os.stat(os.path.dirname(path)).st_mode & 0o777 == 0o700
-    assert client.socket_path(tmp_path) == str(tmp_path / "engine.sock")
+        stop_engines(tmp_path)
 
 
 @pytest.mark.parametrize("args, command", [

@@ -83,6 +83,36 @@ def filled(store: Store) -> Store:
 # ---------------------------------------------------------------------------------------------- lifecycle
 
 
+def test_claim_request_records_an_id_once_and_rolls_back_with_its_transaction(store: Store) -> None:
+    with store.transaction():
+        assert store.claim_request("r1", T0) is True
+        assert store.claim_request("r1", T0) is False  # the same id again, even in the same transaction
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            assert store.claim_request("r2", T0) is True
+            raise RuntimeError
+    with store.transaction():
+        assert store.claim_request("r2", T1) is True  # the rolled-back claim left nothing
+        assert store.claim_request("r1", T1) is False
+    with store.transaction():  # a day later r1 and r2 are forgotten (REQUEST_KEEP_S)
+        assert store.claim_request("r1", "2026-01-02T02:00:00Z") is True
+
+
+def test_replaced_says_whether_the_opened_database_is_still_the_settings_one(store: Store, store_backend: str,
+                                                                           mem) -> None:
+    assert store.replaced() is False
+    if store_backend != "sqlite":
+        return  # a server's database stays the one connected to
+    path = Path(mem.settings.db_path)
+    backup = path.with_name("backup.db")
+    backup.write_bytes(path.read_bytes())
+    backup.replace(path)  # a restore over the file
+    assert store.replaced() is True
+    path.unlink()
+    assert store.replaced() is True
+
+
+
 def test_lifecycle(store: Store, store_backend: str, mem) -> None:
     if store_backend == "sqlite":
         assert store.location == str(mem.settings.db_path)

@@ -314,8 +314,14 @@ def _m005_supersedes_index(run: Callable[..., Any]) -> None:
     run("CREATE INDEX IF NOT EXISTS edges_supersedes ON {s}.edges (target_id) WHERE edge_type = 'supersedes'")
 
 
+def _m006_requests(run: Callable[..., Any]) -> None:
+    """The request ids of the resident engine's served writes (`once.py`), so a rerun writes nothing twice."""
+    run("CREATE TABLE IF NOT EXISTS {s}.requests (id TEXT PRIMARY KEY, created_at TEXT NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
     _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
+    _m006_requests,
 ]
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
+from ..timeutil import iso, parse
 from .base import NO_FILTERS, AnnSearch, Filters
 from .vectors import VectorCache, normalise
 
@@ -32,6 +33,8 @@ EDGE_COLS = "source_id, target_id, edge_type, weight, metadata, created_at"
 OPLOG_COLS = "id, operation, insight_id, detail, created_at"
 # How long a write waits for another writer of the store before it fails with "locked" (both backends).
 WRITE_LOCK_TIMEOUT_S = 60
+# How long a served call's request id is kept (`claim_request`): far longer than a client waits to rerun it.
+REQUEST_KEEP_S = 86400.0
 
 
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
@@ -435,6 +438,21 @@ class SQLStore:
             (operation, insight_id, detail, now),
         )
         self._trim_at_commit(now)
+
+    def replaced(self) -> bool:
+        """The database this store opened is no longer the one its settings name (a file store's file removed or
+        restored over); a server's database stays the same."""
+        return False
+
+    def claim_request(self, request_id: str, now: str) -> bool:
+        """Record a served call's request id in the open write transaction (`once.py`); False when it is there
+        already. Ids older than REQUEST_KEEP_S go at the same time (a table of a day's served writes)."""
+        self._exec("DELETE FROM {s}.requests WHERE created_at < ?", (iso(parse(now).timestamp() - REQUEST_KEEP_S),))
+        rows = self._exec(
+            "INSERT INTO {s}.requests (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING RETURNING id",
+            (request_id, now),
+        )
+        return bool(rows)
 
     def oplog_oldest(self) -> str | None:
         return self._exec("SELECT min(created_at) FROM {s}.oplog")[0][0]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import STORE_NAME_RE, OplogRetention, Settings
+from ..config import STORE_NAME_RE, OplogRetention, Settings, create_private_file, make_private_dirs
 from ..errors import StoreError
 from ..models import Edge, Insight
 from ..text import document, terms, token_set
@@ -251,10 +251,24 @@ def _m007_supersedes_index(db: sqlite3.Connection) -> None:
     )
 
 
+def _m008_requests(db: sqlite3.Connection) -> None:
+    """The request ids of the resident engine's served writes (`once.py`), so a rerun writes nothing twice."""
+    db.execute("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, created_at TEXT NOT NULL) WITHOUT ROWID")
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
-    _m006_bm25_and_conversations, _m007_supersedes_index,
+    _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests,
 ]
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path`, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _code(e: sqlite3.Error) -> int:
@@ -308,8 +322,10 @@ class SQLiteStore(SQLStore):
                     raise StoreError(f"database not found: {self.path}", path=str(self.path))
                 self.db = self._open_readonly()
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dirs(self.path.parent)
+                create_private_file(self.path)
                 self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._file = _file_id(self.path)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
             if not readonly:
@@ -431,13 +447,16 @@ class SQLiteStore(SQLStore):
     def close(self) -> None:
         self.db.close()
 
+    def replaced(self) -> bool:
+        """The file at the store's path is no longer the one this connection opened: removed (`store remove`)
+        or put in its place (a restore). A long-lived process reopens rather than write to the old file."""
+        return _file_id(self.path) != self._file
+
     def size_bytes(self) -> int:
-        total = 0
-        for suffix in ("", "-wal", "-shm"):
-            p = Path(str(self.path) + suffix)
-            if p.exists():
-                total += p.stat().st_size
-        return total
+        """The database's own size (pages × page size): the same whether its WAL is checkpointed yet or not, so
+        a long-lived connection (the resident engine) reports what a fresh process does."""
+        pages, size = (self._exec(f"PRAGMA {p}")[0][0] for p in ("page_count", "page_size"))
+        return int(pages) * int(size)
 
     # ------------------------------------------------------------------ insights
 
@@ -818,7 +837,7 @@ def migrate_legacy(settings: Settings) -> None:
     target = settings.data_dir / "data" / "default" / "mnemon.db"
     if settings.readonly or not legacy.exists() or target.exists():
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(target.parent)
     for suffix in ("", "-wal", "-shm"):
         src = legacy.with_name("mnemon.db" + suffix)
         if src.exists():
