@@ -46,7 +46,7 @@ CREATED_BY = "judge"
 MAX_REASON_CHARS = 1000  # a metadata value's limit on the MCP face (reference §8.3)
 REF_KEYS = ("ref", "pair", "candidate", "candidate_id", "id")  # what a model in JSON mode may call the ref
 MIN_WEIGHT = 0.5  # the prompt's "plausible"; weaker links are declined (a small model hands out 0.005)
-BATCH_INSIGHTS = 4  # new insights per call
+BATCH_INSIGHTS = 8  # new insights per call
 BATCH_PAIRS = 20  # pairs per call: the prompt stays ~2k tokens, the answer within its limit
 # An answer's limit: a base for the JSON around it plus a decision's worth per pair (most are left out).
 ANSWER_TOKENS_BASE = 64
@@ -242,9 +242,9 @@ class LinkJudge:
         hints: dict[str, str] = {}
         for c in causal:
             e = entries.setdefault(c.id, {"content": c.content, "category": c.category.value})
-            e.update({"hops": c.hop, "via_edge": c.via_edge.value, "suggested_sub_type": c.suggested_sub_type})
-            if c.causal_signal:
-                e["causal_signal"] = c.causal_signal
+            e.update({"hops": c.hop, "via_edge": c.via_edge.value})
+            if c.causal_signal:  # without a signal the suggestion is the engine's default, "causes": no evidence
+                e.update({"causal_signal": c.causal_signal, "suggested_sub_type": c.suggested_sub_type})
             hints[c.id] = c.suggested_sub_type
         it = _Item(new, JudgeResult(id=new["id"], model=self.llm.model, dry_run=dry, candidates=len(entries)))
         for cid, e in entries.items():
