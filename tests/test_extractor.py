@@ -471,10 +471,15 @@ def test_edges_that_link_each_insight_to_the_next_and_copies_of_the_example_are_
     assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
     assert len(run.draft.insights) == 5
     assert run.report.dropped_by_rule == {"chain": 4, "example": 1}
-    # Two or three "next" edges among others are no chain.
+    # Two or three "next" edges among others are no chain; a chain that runs past the last insight is one.
     few = {"insights": facts, "edges": [*chained[:3], apart]}
     with FakeOpenAIServer([Reply.json(few)]) as s:
         assert len(extractor(s).run(FIX / "messages.json").draft.edges) == 4
+    past = {"insights": facts[:4], "edges": [*chained, apart]}  # 3 -> 4 is out of range
+    with FakeOpenAIServer([Reply.json(past)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
+    assert run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
 
 
 def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():

@@ -387,6 +387,7 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
 
     total = len(data["insights"])
     edges: list[tuple[int, int, DraftEdge]] = []
+    given: list[tuple[int, int]] = []  # every edge's ends as given, in range or not (a chain runs past the end)
     for e_no, raw in enumerate(data["edges"]):
         where = f"edges[{e_no}]"
         try:
@@ -394,6 +395,7 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
         except ValueError as err:
             dropped.append(("edge", "invalid", where, str(err)))
             continue
+        given.append((s_i, t_i))
         item = f"{where}: {s_i} -> {t_i}"
         bad = [f"{where}.{name}: index {v} out of range (this answer has {total} insights"
                + (f" and {k} earlier ones (-1 to -{k}))" if k else ")")
@@ -413,7 +415,7 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
             dropped.append(("edge", "unnamed", item, f"{where}: the reason names neither end: {e.reason or '(none)'}"))
             continue
         edges.append((s_i, t_i, e))
-    nexts = chain([(s_i, t_i) for s_i, t_i, _ in edges])
+    nexts = chain(given)
     dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
                  "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
     edges = [x for x in edges if x[:2] not in nexts]
