@@ -9,6 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from mnemon_extractor import LinkJudge
 from mnemon_extractor.judge import JudgeDecline, JudgeRefusal
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
@@ -355,3 +358,40 @@ def test_a_cut_off_judge_answer_is_asked_for_in_halves(mem):
     assert [len(data_of(q)["pairs"]) for q in s.requests] == [result.candidates, 1, 1][: len(s.requests)]
     assert len(s.requests) == 1 + result.candidates and result.candidates == 2
     assert sorted(lk.candidate_id for lk in result.linked) == sorted([a.id, b.id]) and result.error is None
+
+
+DECISIONS = st.lists(st.one_of(
+    st.fixed_dictionaries({"ref": st.sampled_from(["p1", "p2", "p3", "p9", "", "c1"])}, optional={
+        "reason": st.text(max_size=20),
+        "link": st.one_of(st.booleans(), st.just("yes")),
+        "edge_type": st.sampled_from(["semantic", "causal", "supersedes", "entity", None]),
+        "sub_type": st.sampled_from(["causes", "enables", "prevents", "because", None]),
+        "direction": st.sampled_from(["new_to_candidate", "candidate_to_new", "sideways"]),
+        "weight": st.one_of(st.floats(-1, 2, allow_nan=False), st.just(True), st.just("high")),
+    }),
+    st.integers(), st.text(max_size=5), st.none()), max_size=6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(decisions=DECISIONS)
+def test_any_decisions_link_only_offered_pairs_each_once(tmp_path_factory, decisions: list[Any]):
+    """Whatever the model decides: no crash; only offered candidates are linked, with an allowed type and a
+    weight from the floor to 1; every candidate ends linked, declined or named by a refusal."""
+    from mnemon_core import Memory
+
+    with Memory(data_dir=tmp_path_factory.mktemp("judge")) as m:
+        cands = [m.remember(t, category="fact") for t in (SLOW, "Qdrant filters vectors fast for the search service",
+                                                           "The search service indexes product pages")]
+        new = m.remember(SWITCH, category="decision")
+        with FakeOpenAIServer([Reply.json({"decisions": decisions})]) as s:
+            result = judge_for(m, s, dry_run=True).judge(new)
+        offered = {p["ref"]: p for p in data_of(s.requests[0])["pairs"]}
+    ids = {c.id for c in cands}
+    linked = [lk.candidate_id for lk in result.linked]
+    declined = [d.candidate_id for d in result.declined]
+    assert set(linked) <= ids and len(linked) + len(declined) == len(set(linked) | set(declined))
+    assert all(lk.edge_type.value in ("semantic", "causal", "supersedes") and 0.5 <= lk.weight <= 1.0
+               for lk in result.linked)
+    refused_refs = {r.ref for r in result.refused}
+    assert len(linked) + len(declined) + len(refused_refs & set(offered)) >= len(offered) == result.candidates
