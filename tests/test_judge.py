@@ -270,6 +270,10 @@ def test_cli_judge_id_recent_and_dry_run(cli):
     assert [r["id"] for r in related] == [slow["id"]]
     assert ro.code == 1 and ro.err == "Error: judge is unavailable with --readonly: database writes are disabled\n"
     assert len(s.requests) == 2  # one dry-run call for the one pair, one real; none for the readonly refusal
+    assert [(q["temperature"], q["seed"]) for q in s.requests] == [(0.0, 0), (0.0, 0)]
+    with FakeOpenAIServer(responder) as s:
+        assert cli("judge", new["id"], "--dry-run", "--temperature", "0.4", "--seed", "7", env=env_for(s)).code == 0
+    assert (s.requests[0]["temperature"], s.requests[0]["seed"]) == (0.4, 7)
 
 
 # ---------------------------------------------------------------- batches, floor, updates
