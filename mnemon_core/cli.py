@@ -333,7 +333,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
     s.add_argument("--import", dest="do_import", action="store_true", help="import the draft into the store")
     s.add_argument("--judge", action="store_true", help="with --import: the LLM links each imported insight")
     s.add_argument("--dry-run", action="store_true", help="with --judge: print its decisions, link nothing")
-    s.add_argument("--chunk-tokens", type=int, default=None, help="transcript tokens per LLM call (2000)")
+    s.add_argument("--chunk-tokens", type=int, default=None, help="transcript tokens per LLM call (1200)")
     s.add_argument("--source", default="chat-export", help="source label of the draft (chat-export)")
     llm_flags(s)
 

@@ -112,7 +112,7 @@ def test_good_structured_answer_gives_the_exact_draft():
     assert first["model"] == "fake-model"
     # Bounded and repeatable: the answer's limit sized to the chunk, greedy sampling with a fixed seed, streamed.
     assert (first["max_tokens"], first["temperature"], first["seed"], first["stream"]) == (
-        512 + 2 * chunks[0].tokens, 0.0, 0, True)
+        512 + 3 * chunks[0].tokens, 0.0, 0, True)
     assert first["stream_options"] == {"include_usage": True}
     fmt = first["response_format"]
     assert (fmt["type"], fmt["json_schema"]["name"], fmt["json_schema"]["strict"]) == (

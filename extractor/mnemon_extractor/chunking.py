@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from .readers import Conversation, Message
 
-DEFAULT_CHUNK_TOKENS = 2000  # transcript tokens per chunk: its answer (extract.answer_tokens) fits MAX_ANSWER_TOKENS
-DEFAULT_OVERLAP_TOKENS = 400  # trailing messages repeated at the start of the next chunk
+DEFAULT_CHUNK_TOKENS = 1200  # transcript tokens per chunk: its answer (extract.answer_tokens) fits MAX_ANSWER_TOKENS
+DEFAULT_OVERLAP_TOKENS = 200  # trailing messages repeated at the start of the next chunk
 CHARS_PER_TOKEN = 4
 MIN_SPLIT_TOKENS = 40  # a chunk is not cut into halves smaller than this (one or two short messages)
 

@@ -66,10 +66,11 @@ MERGE_JACCARD = 0.8
 # A created_at the model gives must lie within the chunk's time span, give or take this.
 TIME_SLACK = timedelta(days=1)
 NEGATIONS = (*NEGATION_PHRASES, "not", "no", "never", "without")
-# The answer a chunk may get, in tokens: a base for the JSON around it, plus this many per transcript token (a
-# full answer of a dense chat runs to about 1.5), at most MAX_ANSWER_TOKENS.
+# The answer a chunk may get, in tokens: a base for the JSON around it, plus this many per transcript token, at
+# most MAX_ANSWER_TOKENS. Measured: Qwen2.5-Coder 1.5B needed more than 512 + 2.26 per token for the 20-turn test
+# chat (991 transcript tokens; cut at 2 per token), and a cut-off answer costs its whole length again.
 ANSWER_TOKENS_BASE = 512
-ANSWER_TOKENS_PER_TOKEN = 2.0
+ANSWER_TOKENS_PER_TOKEN = 3.0
 MAX_SPLIT_DEPTH = 2  # a cut-off chunk is halved, and its halves once more: a model that never stops costs 3x
 SHOWN_CHARS = 200  # of a dropped insight's content in the report
 
