@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -93,7 +93,7 @@ class Turn:
 @dataclass(frozen=True)
 class Question:
     question: str
-    category: int
+    category: int | str  # LoCoMo: the category number; BEAM (benchmarks/beam.py): the ability's name
     evidence: tuple[str, ...]  # dia_ids of turns of its conversation, deduplicated, in the data's order
 
 
@@ -197,26 +197,26 @@ class Scores:
     """Recall curves (k = 1..max_k, index k-1) over all questions and per category, and question counts."""
 
     overall: list[float]
-    by_category: dict[int, list[float]]
+    by_category: dict[Any, list[float]]
     n: int
-    n_by_category: dict[int, int]
+    n_by_category: dict[Any, int]
 
-    def at(self, k: int, category: int | None = None) -> float:
+    def at(self, k: int, category: Any = None) -> float:
         curve = self.overall if category is None else self.by_category.get(category, [])
         return curve[k - 1] if curve else float("nan")
 
 
-def score(rows: Iterable[tuple[int, Sequence[str], Sequence[str]]], max_k: int = RECALL_LIMIT) -> Scores:
+def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int = RECALL_LIMIT) -> Scores:
     """rows: (category, ranked dia_ids, evidence dia_ids) per question → mean recall@k for k = 1..max_k."""
-    sums: dict[int | None, np.ndarray] = {}
-    counts: dict[int | None, int] = {}
+    sums: dict[Any, np.ndarray] = {}
+    counts: dict[Any, int] = {}
     for category, ranked, evidence in rows:
         curve = np.array([recall_at_k(ranked, evidence, k) for k in range(1, max_k + 1)])
         for key in (None, category):
             sums[key] = sums.get(key, np.zeros(max_k)) + curve
             counts[key] = counts.get(key, 0) + 1
 
-    def mean(key: int | None) -> list[float]:
+    def mean(key: Any) -> list[float]:
         return (sums[key] / counts[key]).tolist() if counts.get(key) else []
 
     cats = sorted(k for k in counts if k is not None)
@@ -228,18 +228,16 @@ def score(rows: Iterable[tuple[int, Sequence[str], Sequence[str]]], max_k: int =
 
 class CachedLocalEmbedder(BaseEmbedder):
     """The `local` embedder (same name, calibration, prefixes) with a disk cache in front of the model, so a
-    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256."""
+    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256.
+    `inner` puts the cache in front of another embedder instead (benchmarks/peers: MiniLM)."""
 
-    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite") -> None:
-        from mnemon_core.embed.local import (
-            E5_CALIBRATION,
-            E5_DIMENSIONS,
-            E5_NAME,
-            LocalEmbedder,
-        )
+    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", inner: BaseEmbedder | None = None) -> None:
+        if inner is None:
+            from mnemon_core.embed.local import LocalEmbedder
 
-        super().__init__(E5_NAME, dimensions=E5_DIMENSIONS, calibration=E5_CALIBRATION, cache_size=16384)
-        self.inner = LocalEmbedder()
+            inner = LocalEmbedder()
+        super().__init__(inner.name, dimensions=inner.dimensions, calibration=inner.calibration, cache_size=16384)
+        self.inner = inner
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         ignore = cache_path.parent / ".gitignore"  # the cache never reaches git, whatever the repo ignores
         if not ignore.exists():
@@ -702,9 +700,11 @@ def scores_of(
     return score(rows)
 
 
-def ablation_markdown(result: dict[str, dict[str, Scores]], command: str) -> str:
-    cats = list(CATEGORIES)
-    head = ["ranker", "variant", *(f"R@{k}" for k in KS), *(f"R@10 {CATEGORIES[c]}" for c in cats)]
+def ablation_markdown(
+    result: dict[str, dict[str, Scores]], command: str, categories: Mapping[Any, str] = CATEGORIES
+) -> str:
+    cats = list(categories)
+    head = ["ranker", "variant", *(f"R@{k}" for k in KS), *(f"R@10 {categories[c]}" for c in cats)]
     lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
     for kind, by in result.items():
         for name, s in by.items():
@@ -817,12 +817,15 @@ def cross_validate(
 # ---------------------------------------------------------------------------------------------------- report
 
 
-def markdown(result: Run, command: str) -> str:
+def markdown(
+    result: Run, command: str, categories: Mapping[Any, str] = CATEGORIES,
+    asked: str = "questions (categories 1-4 with evidence)",
+) -> str:
     scores = result.scores()
     names = list(scores)
     any_scores = next(iter(scores.values()))
     cats = sorted(any_scores.n_by_category)
-    head = ["ranker", *(f"R@{k}" for k in KS), *(f"R@10 {CATEGORIES[c]} ({any_scores.n_by_category[c]})" for c in cats),
+    head = ["ranker", *(f"R@{k}" for k in KS), *(f"R@10 {categories[c]} ({any_scores.n_by_category[c]})" for c in cats),
             "ms/query"]
     lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     n_questions = any_scores.n
@@ -832,7 +835,7 @@ def markdown(result: Run, command: str) -> str:
         cells = [name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     foot = (
-        f"\n{n_questions} questions (categories 1-4 with evidence) over {result.n_turns} turns; "
+        f"\n{n_questions} {asked} over {result.n_turns} turns; "
         f"{result.dropped_evidence} evidence id(s) naming no turn were dropped.\n\nCommand:\n\n    {command}\n"
     )
     return "\n".join(lines) + "\n" + foot

@@ -37,8 +37,63 @@ OPTS = synth.Options(seed=7, words=(12, 36), topics=1000, batch=5000)
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+class SynthEmbedder(synth.PresetEmbedder):
+    """The store's vectors for the import: a draft insight's text → its row's synthetic vector (`synth.vectors`,
+    drawn a chunk at a time as the import embeds batches in order); other texts as `PresetEmbedder`."""
+
+    def __init__(self, n: int, rows: dict[str, int]) -> None:
+        super().__init__()
+        self._n, self._rows = n, rows
+        self._chunk: tuple[int, np.ndarray] | None = None
+
+    def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+        out = []
+        for t in texts:
+            r = self._rows.get(t)
+            if r is None:
+                out.append(super()._embed_batch([t], query=query)[0])
+                continue
+            c = r // synth.VEC_CHUNK
+            if self._chunk is None or self._chunk[0] != c:
+                lo = c * synth.VEC_CHUNK
+                self._chunk = (c, synth.vectors(self._n, OPTS, lo, min(self._n, lo + synth.VEC_CHUNK)))
+            out.append(self._chunk[1][r - c * synth.VEC_CHUNK])
+        return np.stack(out)
+
+
+def build_by_import(n: int, path: Path) -> dict[str, float]:
+    """The store at `path` (a data dir) through `Memory.import_draft` of `synth`'s insights with their vectors:
+    what `mnemon import` of such a draft gives a user (the importer's own graph builders, no synthetic edges)."""
+    from mnemon_core import Memory
+
+    items, rows = [], {}
+    for r, _ in synth.rows(n, OPTS):
+        items.append({"content": r.content, "category": r.category, "importance": r.importance,
+                      "entities": r.entities, "created_at": r.created_at, "source": r.source})
+        rows.setdefault(r.content, r.index)
+    draft = {"schema_version": "1", "source": "synth", "insights": items, "edges": []}
+    mem = Memory(data_dir=path, store="default", embedder=SynthEmbedder(n, rows))
+    t, c = time.perf_counter(), time.process_time()
+    res = mem.import_draft(draft)
+    info = {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "imported": res.imported}
+    gx = mem.store.graph_index()
+    info["index_mb"] = gx.nbytes() / 1e6 if gx is not None else 0.0
+    mem.close()
+    return info
+
+
 def data_dir(n: int) -> Path:
-    return synth.store_for(n, OPTS, name="scale", progress=True).parent.parent.parent
+    """The cached store of n insights, built through `import` on first use."""
+    d = synth.CACHE / f"scale-import-{n}-{OPTS.tag()}"
+    db = d / "data" / "default" / "mnemon.db"
+    meta = db.with_suffix(".json")
+    if not meta.exists():
+        if d.exists():
+            shutil.rmtree(d)
+        info = build_by_import(n, d)
+        meta.write_text(json.dumps({"n": n, "options": OPTS._asdict(), **info}))
+        print(f"imported {n:,} insights in {info['build_s']:.0f}s: {db}", file=sys.stderr)
+    return d
 
 
 def preset(emb: synth.PresetEmbedder, n: int, count: int, seed: int) -> list[str]:
@@ -185,6 +240,106 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
         "queries": count, "lazy_p50": synth.pct(lazy, 50), "lazy_p95": synth.pct(lazy, 95),
         "preload_s": preload_s,
     }
+
+
+def no_index(mem: Any) -> Any:
+    """`mem` reading everything from the store, as before the index file (the memo's own path)."""
+    mem.store.graph_index = lambda: None
+    mem.store.maintain_graph_index = lambda **_: 0
+    return mem
+
+
+def remember_cmp(n: int, count: int) -> dict[str, Any]:
+    """remember CPU per call with the index file and without it: two scratch copies of the store, one Memory
+    each, the calls alternated (the same texts)."""
+    from mnemon_core import Memory
+
+    src = data_dir(n)
+    out: dict[str, list[float]] = {"index": [], "store": []}
+    with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
+        mems = {}
+        for k in out:
+            dst = Path(tmp) / k
+            shutil.copytree(src, dst)
+            mems[k] = Memory(data_dir=dst, store="default", embedder=synth.PresetEmbedder())
+        no_index(mems["store"])
+        for m in mems.values():
+            m.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
+        texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(n, count, seed=n + 1))]
+        for i, text in enumerate(texts):
+            for k, m in mems.items():
+                c = time.process_time()
+                m.remember(text, category="fact", source="user" if i % 2 else "agent")
+                out[k].append((time.process_time() - c) * 1000)
+        for m in mems.values():
+            m.close()
+    return {k: {"cpu_p50": synth.pct(v, 50), "cpu_p95": synth.pct(v, 95)} for k, v in out.items()}
+
+
+def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
+    """Warm recall CPU per query with the index file and without it (two Memory objects on the same store, the
+    queries alternated), and whether the two give the same results (ids, order, scores, labels)."""
+    from mnemon_core import Memory
+
+    d = data_dir(n)
+    emb = synth.PresetEmbedder()
+    texts = preset(emb, n, warmup + count, seed=n)
+    mems = {"index": Memory(data_dir=d, store="default", embedder=emb),
+            "store": no_index(Memory(data_dir=d, store="default", embedder=emb))}
+    assert mems["index"].store.graph_index() is not None, "no index file: the import should have written it"
+    for m in mems.values():
+        for q in texts[:warmup]:
+            m.recall(q)
+    cpu: dict[str, list[float]] = {k: [] for k in mems}
+    same = 0
+    for q in texts[warmup:]:
+        got = {}
+        for k, m in mems.items():
+            c = time.process_time()
+            r = m.retrieve(q)
+            cpu[k].append((time.process_time() - c) * 1000)
+            got[k] = [(h.insight.id, h.score, h.via) for h in r.results]
+        same += got["index"] == got["store"]
+    for m in mems.values():
+        m.close()
+    out: dict[str, Any] = {"n": n, "queries": count, "same": same}
+    for k, v in cpu.items():
+        out[k] = {"cpu_p50": synth.pct(v, 50), "cpu_p95": synth.pct(v, 95)}
+    return out
+
+
+_FIRST_CHILD = """
+import json, sys, time
+sys.path.insert(0, {bench!r})
+import synth, scale
+from mnemon_core import Memory
+emb = synth.PresetEmbedder()
+texts = scale.load_preset(emb, {qfile!r})
+t, c = time.perf_counter(), time.process_time()
+mem = Memory(data_dir={d!r}, store="default", embedder=emb)
+if not {index}:
+    scale.no_index(mem)
+mem.recall(texts[0])
+print(json.dumps({{"first_s": time.perf_counter() - t, "first_cpu_s": time.process_time() - c,
+                  "rss_mb": scale.peak_rss_mb()}}))
+"""
+
+
+def first_recall(n: int, index: bool, runs: int = 3) -> dict[str, float]:
+    """A fresh process's first recall (store open, index mapped and checked or memo from the store, vectors
+    loaded), median of `runs`."""
+    d = data_dir(n)
+    out = []
+    for k in range(runs):
+        qfile = save_preset(n, 1, seed=n + 10 + k)
+        code = _FIRST_CHILD.format(bench=str(Path(__file__).parent), d=str(d), index=index, qfile=qfile)
+        try:
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+        finally:
+            os.unlink(qfile)
+        out.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return {k: synth.pct([o[k] for o in out], 50) for k in out[0]}
 
 
 def remember_p50(n: int, count: int, in_place: bool = False) -> float:
@@ -364,6 +519,38 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def plot_index(rows: list[dict[str, Any]], path: Path) -> None:
+    """Recall CPU p50 with the graph index file and without it, a fresh process's first recall, and remember
+    p50, against store size (the `--index` rows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if "index_cmp" in r]
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, style, label in (("index", "o-", "recall CPU p50, graph index file"),
+                              ("store", "s--", "recall CPU p50, memo from the store (before)")):
+        ax.plot(ns, [r["index_cmp"][key]["cpu_p50"] for r in rows], style, label=label)
+    for key, style, label in (("index", "D-", "first recall of a fresh process (CPU), index"),
+                              ("store", "d--", "first recall of a fresh process (CPU), store")):
+        ax.plot(ns, [r["first"][key]["first_cpu_s"] * 1000 for r in rows], style, label=label)
+    rem = [r for r in rows if "remember_cmp" in r]
+    for key, style, label in (("index", "^-", "remember CPU p50, index"), ("store", "v--", "remember CPU p50, store")):
+        ax.plot([r["n"] for r in rem], [r["remember_cmp"][key]["cpu_p50"] for r in rem], style, label=label)
+    ax.plot([1e4, 1e5, 1e6], [5, 15, 50], "k*", markersize=12, label="recall targets (5 / 15 / 50 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("insights in the store (built by import)")
+    ax.set_ylabel("ms")
+    ax.set_title("mnemon with the graph index file (SQLite, 384-d vectors)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
@@ -380,15 +567,32 @@ def main() -> None:
     ap.add_argument("--remember", type=int, default=30, help="remember calls per size (0: skip)")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "mnemon-scale.json"))
     ap.add_argument("--plot", metavar="JSON", help="only draw the plot from saved rows")
+    ap.add_argument("--index", action="store_true", help="recall with the graph index file against without it, "
+                    "first recall of a fresh process both ways, remember p50 (merged into --out)")
     a = ap.parse_args()
     if a.plot:  # one or more saved JSON files, comma-separated
         merged = {r["n"]: r for f in a.plot.split(",") for r in json.loads(Path(f).read_text())}
-        plot(sorted(merged.values(), key=lambda r: r["n"]), RESULTS / "scale_latency.png")
+        rows_ = sorted(merged.values(), key=lambda r: r["n"])
+        if a.index:
+            plot_index(rows_, RESULTS / "scale_index.png")
+        else:
+            plot(rows_, RESULTS / "scale_latency.png")
         return
     saved = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else []
     rows = {r["n"]: r for r in saved}
     for s in a.sizes.split(","):
         n = int(s)
+        if a.index:
+            row = rows.setdefault(n, {"n": n})
+            data_dir(n)
+            row["build"] = synth.build_info(data_dir(n) / "data" / "default" / "mnemon.db")
+            row["index_cmp"] = measure_index(n, a.queries, a.warmup)
+            row["first"] = {"index": first_recall(n, True), "store": first_recall(n, False)}
+            if a.remember:
+                row["remember_cmp"] = remember_cmp(n, a.remember)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
+            continue
         if a.rss_only:  # peak RSS of fresh processes only (exact scan; and through the index when it is used)
             row = rows.setdefault(n, {"n": n})
             row["rss_mb"] = fresh_process(n, exact=True)["rss_mb"]

@@ -1,6 +1,6 @@
 """LangChain: answer from memory with an LCEL chain, and keep the conversation with MnemonMemory.
 
-    pip install "mnemon[langchain]" && python cookbook/langchain_chain.py
+    pip install "mnemon-core[langchain]" && python cookbook/langchain_chain.py
 
 The chain is `retriever | format_documents | prompt | model`: mnemon recalls what matters for the question
 (keyword, entity, vector and graph signals), the prompt puts it in front of the model. MnemonMemory then

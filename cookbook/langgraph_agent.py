@@ -1,6 +1,6 @@
 """LangGraph: a tool-calling agent that remembers and recalls with mnemon, on a mnemon-backed store.
 
-    pip install "mnemon[langchain]" && python cookbook/langgraph_agent.py
+    pip install "mnemon-core[langchain]" && python cookbook/langgraph_agent.py
 
 `create_mnemon_tools(memory)` gives the agent `remember`, `recall` and `link`; `MnemonStore` is LangGraph's
 long-term store over mnemon (one mnemon store per namespace), which the agent's own tools reach through

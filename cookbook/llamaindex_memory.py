@@ -1,6 +1,6 @@
 """LlamaIndex: long-term memory for a chat, with MnemonMemoryBlock inside the agent `Memory`.
 
-    pip install "mnemon[llamaindex]" && python cookbook/llamaindex_memory.py
+    pip install "mnemon-core[llamaindex]" && python cookbook/llamaindex_memory.py
 
 LlamaIndex's `Memory` keeps recent turns in a short-term queue; when the queue outgrows its token budget the
 oldest turns are flushed into its memory blocks. `MnemonMemoryBlock` remembers what is flushed (one insight a

@@ -1,6 +1,6 @@
 """LlamaIndex: a RetrieverQueryEngine that answers from mnemon's recall.
 
-    pip install "mnemon[llamaindex]" && python cookbook/llamaindex_query_engine.py
+    pip install "mnemon-core[llamaindex]" && python cookbook/llamaindex_query_engine.py
 
 `MnemonRetriever` turns each recalled memory into a `TextNode` (text = the memory; metadata = id, category,
 importance, score, intent, via, signals, created_at), so any LlamaIndex query engine, synthesizer or

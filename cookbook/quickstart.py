@@ -38,7 +38,11 @@ def main() -> None:
         result = mem.recall(query, limit=3)
         print(f"\nrecall {query!r}")
         for hit in result.results:
-            print(f"  {hit.score:.3f} [{hit.intent}/{hit.matched_via}] {hit.content}")
+            print(f"  {hit.score:.3f} {hit.confidence:<6} [{hit.intent}/{hit.matched_via}] {hit.content}")
+        scores = [hit.score for hit in result.results]
+        if scores != sorted(scores, reverse=True):  # a WHY answer: cause-first order inside a causal chain
+            print("  (a WHY question: within a causal chain the cause is listed before what it explains, even\n"
+                  "   with a lower score; matched_via \"causal\" marks a result found as a cause or an effect)")
     print(f"\ndata dir: {data_dir}")
     mem.close()
 

@@ -11,6 +11,7 @@ engine (pydantic, numpy) is imported when a command runs, not for `--version`.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -215,7 +216,7 @@ def _viz(a: argparse.Namespace) -> None:
 
 @command("daemon")
 def _daemon(a: argparse.Namespace) -> None:
-    from .client import daemon, data_dir_of
+    from .resident import daemon, data_dir_of
     from .config import environment
 
     emit(daemon(a.action, data_dir_of(["--data-dir", a.data_dir] if a.data_dir else [], environment())))
@@ -228,7 +229,7 @@ def _mcp(a: argparse.Namespace) -> None:
     serve(memory(a, origin="mcp"))
 
 
-# ---------------------------------------------------------------- extract / judge (extra mnemon[openai])
+# ---------------------------------------------------------------- extract / judge (extra mnemon-core[openai])
 # The LLM jobs live in the separate `mnemon_extractor` package, imported only when one of these runs.
 
 
@@ -326,7 +327,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
         s.add_argument("--seed", type=int, default=None, help="sampling seed sent where the server takes one "
                        "(default 0)")
 
-    s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon[openai])")
+    s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon-core[openai])")
     s.add_argument("file", help="Markdown/text transcript, ChatGPT or Claude conversations.json, JSON/JSONL "
                    "messages, LangChain messages")
     s.add_argument("-o", "--output", default="memory_draft.json", help="draft file (memory_draft.json)")
@@ -337,7 +338,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
     s.add_argument("--source", default="chat-export", help="source label of the draft (chat-export)")
     llm_flags(s)
 
-    s = cmd("judge", "LLM link judge: link an insight to the candidates it picks (extra mnemon[openai])")
+    s = cmd("judge", "LLM link judge: link an insight to the candidates it picks (extra mnemon-core[openai])")
     s.add_argument("id", nargs="?", help="insight id")
     s.add_argument("--recent", type=int, default=None, metavar="N", help="judge the N newest insights")
     s.add_argument("--dry-run", action="store_true", help="print the decisions, link nothing")
@@ -372,13 +373,25 @@ def _setup(a: argparse.Namespace) -> None:
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
     from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+    from .hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
         mem = memory(a)
         status = mem.status()
         return status.total_insights, status.edge_count, mem.settings.data_dir
 
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts))
+    def data_dir() -> Any:
+        from .config import UNSET, Settings
+
+        return Settings.resolve(data_dir=a.data_dir or UNSET, store=a.store or UNSET).data_dir
+
+    # The agent's commands name this executable with the data dir and store the hook was given.
+    command = cli_command()
+    if a.data_dir:
+        command += ["--data-dir", os.path.abspath(a.data_dir)]
+    if a.store:
+        command += ["--store", a.store]
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command))
 
 
 # ---------------------------------------------------------------- parser
@@ -452,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--store", default=argparse.SUPPRESS, help="store name (beats $MNEMON_STORE and the active file)")
     g.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS, help="refuse every write")
     g.add_argument("--embed-model", default=argparse.SUPPRESS, help="embedding model (default $MNEMON_EMBED_MODEL)")
-    g.add_argument("--database-url", default=argparse.SUPPRESS, help="postgresql://… (default $MNEMON_DATABASE_URL)")
+    g.add_argument("--database-url", default=argparse.SUPPRESS,
+                   help="postgresql://… or kuzu:///abs/dir (default $MNEMON_DATABASE_URL)")
     g.add_argument("--no-daemon", action="store_true", default=argparse.SUPPRESS,
                    help="run in this process, not in the data directory's resident engine ($MNEMON_DAEMON=off)")
 
@@ -527,23 +541,27 @@ def build_parser() -> argparse.ArgumentParser:
     s = cmd("daemon", "The resident engine that serves this data directory's commands warm")
     s.add_argument("action", choices=["start", "stop", "status"])
 
-    s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon[mcp])")
+    s = cmd("mcp", "Model Context Protocol server for MCP hosts (extra mnemon-core[mcp])")
     msub = s.add_subparsers(dest="mcp_command", metavar="<subcommand>", required=True)
     msub.add_parser("serve", help="serve the memory tools over stdio", description="Serve the memory tools "
                     "over stdio; --store, --data-dir and --readonly pick the store at start-up.", parents=[glob])
 
     add_llm_commands(cmd)  # extract, judge
 
-    s = cmd("migrate", "Copy a store into Postgres (insights, vectors, edges, oplog), verified by counts and a checksum")
-    s.add_argument("--from", dest="source", required=True, metavar="SRC", help="sqlite:PATH (sqlite: = current store)")
-    s.add_argument("--to", dest="target", required=True, metavar="URL", help="postgresql://… (store: --store)")
+    s = cmd("migrate", "Copy a store into Postgres or Kùzu (insights, vectors, edges, oplog), verified by counts and a "
+            "checksum")
+    s.add_argument("--from", dest="source", required=True, metavar="SRC",
+                   help="sqlite:PATH (sqlite: = current store), postgresql://… or kuzu:///dir")
+    s.add_argument("--to", dest="target", required=True, metavar="URL",
+                   help="postgresql://… or kuzu:///dir (store: --store)")
 
     s = cmd("receipt", "Recent operations as a shareable receipt: hashes of ids and details, no content")
     s.add_argument("--limit", type=int, default=20)
 
     s = cmd("setup", "Install the skill, the guide and hooks into coding-agent hosts (docs/agents.md)")
     s.add_argument("--target", nargs="+", action="extend", metavar="T",
-                   help="claude-code, codex, cursor, nanobot (default: the hosts detected)")
+                   help="claude-code, codex, cursor, nanobot, openclaw, pi, hermes, opencode (default: the hosts "
+                        "detected)")
     s.add_argument("--global", dest="is_global", action="store_true",
                    help="the user-wide config (~/.claude, ~/.codex, ...) instead of the project's")
     s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")
@@ -592,7 +610,8 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     except BrokenPipeError:
         return 0
     except Exception as e:  # the one error boundary
-        from .errors import debug, fault_message
+        from .config import debug
+        from .errors import fault_message
 
         message = fault_message(e)
         if message is None:

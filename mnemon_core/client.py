@@ -12,12 +12,8 @@ module, which imports only the standard library, is all a call costs besides the
 - The first call that needs the engine runs in-process (so it costs what a cold call always did) and then
   starts the engine (detached, its own session, log in the data dir), which warms up for the next calls.
 
-What a call trusts, as ssh-agent's clients do: only a data directory of this user's that nobody else may write
-(`private_dir`), only a socket in it that this user owns, and only a listener that runs as this user (its
-SO_PEERCRED, checked before a byte is sent). It sends the arguments, the standard input of `hook`, and of its
-environment only the variables the served commands read (`ENGINE_VARIABLES`). Each engine is keyed by the code
-that serves it and the variables its own process uses (`engine_key`), so two installations on one data
-directory each keep theirs.
+Whom a call trusts and how it talks to the engine is `resident.py`'s. A call sends its arguments, the standard
+input of `hook`, and of its environment only the variables the served commands read (`ENGINE_VARIABLES`).
 
 A served call is at most once (`once.py`): it carries a request id that its first write transaction records.
 When the engine does not answer (no first frame within FIRST_REPLY_TIMEOUT_S, no heartbeat within
@@ -29,14 +25,14 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Sequence
+
+from .resident import connect, data_dir_of, exchange, start_after, warn
 
 # The client is the whole start-up cost of a served call: no typing, socket or json until a call needs them,
 # and paths are strings (pathlib costs a start ~10 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
     from typing import Any
 
 # Commands an agent runs every turn; the engine serves them from warm memory.
@@ -52,27 +48,10 @@ ENGINE_VARIABLES = frozenset({
     "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
     "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS",
 })
-# Variables the engine's own process uses (its temp dir; the proxies and CA certificates of its HTTP clients):
-# an engine serves only calls whose values are its own, so they are part of its key.
-PROCESS_VARIABLES = (
-    "TMPDIR", "TMP", "TEMP", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-    "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
-)
 # Global flags that take a value (so the value is not taken for the command).
 VALUE_FLAGS = frozenset({"--data-dir", "--store", "--embed-model", "--database-url"})
 NO_DAEMON_FLAG = "--no-daemon"
 OFF = frozenset({"off", "0", "false", "no"})
-ENGINE_PREFIX = "engine-"  # engine-<key>.sock (its socket), .json (its pid), .lock (held while it lives)
-LOG_NAME = "engine.log"
-START_TIMEOUT_S = 30.0  # `daemon start` waits this long for a new engine to answer
-CONNECT_TIMEOUT_S = 2.0
-FIRST_REPLY_TIMEOUT_S = 5.0  # the engine answers every request at once (a heartbeat), whatever it then runs
-BEAT_TIMEOUT_S = 15.0  # ... and beats every HEARTBEAT_S while the command runs; longer silence: it is stuck
-HEARTBEAT_S = 1.0
-STOP_WAIT_S = 40.0  # `daemon stop` waits for the process to exit (requests in flight get 30 s to finish)
-HEADER_BYTES = 4  # a message is its length (4 bytes, big-endian) and that much JSON
-MAX_MESSAGE = 1 << 30
-MAX_SUN_PATH = 107  # bytes of a Unix socket path (Linux sun_path, less the terminating NUL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,20 +100,6 @@ def wants_engine(args: Sequence[str], env: dict[str, str] | os._Environ[str]) ->
     return command_of(args) in ENGINE_COMMANDS
 
 
-def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> str:
-    """The data directory as `config.Settings.resolve` finds it: --data-dir > MNEMON_DATA_DIR > ~/.mnemon."""
-    value = None
-    for i, a in enumerate(args):
-        if a == "--data-dir" and i + 1 < len(args):
-            value = args[i + 1]
-        elif a.startswith("--data-dir="):
-            value = a.split("=", 1)[1]
-    if not value:
-        value = env.get("MNEMON_DATA_DIR") or os.path.join(env.get("HOME") or os.path.expanduser("~") or "/tmp",
-                                                            ".mnemon")
-    return os.path.abspath(os.path.expanduser(value))
-
-
 def absolute_data_dir(args: Sequence[str]) -> list[str]:
     """`args` with a relative --data-dir made absolute: the engine runs in another working directory (none of
     the ENGINE_COMMANDS takes another path)."""
@@ -145,173 +110,6 @@ def absolute_data_dir(args: Sequence[str]) -> list[str]:
         elif a.startswith("--data-dir="):
             out[i] = "--data-dir=" + os.path.abspath(os.path.expanduser(a.split("=", 1)[1]))
     return out
-
-
-def code_stamp() -> str:
-    """Which code this is: the package version and the newest source file, so that an engine started before
-    an upgrade (or an edit of an editable install) is not asked by the new code."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    newest = 0
-    count = 0
-    for root, dirs, files in os.walk(here):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for f in files:
-            if f.endswith(".py"):
-                newest = max(newest, os.stat(os.path.join(root, f)).st_mtime_ns)
-                count += 1
-    from . import __version__
-
-    return f"{__version__}:{count}:{newest}"
-
-
-def engine_key(env: dict[str, str] | os._Environ[str]) -> str:
-    """The engine a call may use: one of this code, this interpreter and these process variables."""
-    import hashlib
-
-    parts = [code_stamp(), sys.executable, *(f"{k}={env.get(k, '')}" for k in PROCESS_VARIABLES)]
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def engine_file(key: str, suffix: str) -> str:
-    return f"{ENGINE_PREFIX}{key}{suffix}"
-
-
-def socket_path(data_dir: str | os.PathLike[str], key: str | None = None) -> str:
-    """Where the engine of this code listens for `data_dir` (shown by `daemon status`)."""
-    return os.path.join(os.path.realpath(data_dir), engine_file(key or engine_key(os.environ), ".sock"))
-
-
-# ---------------------------------------------------------------- trust
-
-
-def private_dir(path: str) -> int | None:
-    """A descriptor of `path` when it is a directory of this user's that nobody else may write: not a symlink,
-    owned by the effective uid, no group or other write bit. None otherwise. The engine and its clients meet
-    only in such a directory, where nobody else can put a socket for a client to find."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        os.close(fd)
-        return None
-    return fd
-
-
-def address(fd: int, path: str, name: str) -> str:
-    """The socket `name` in the directory open as `fd`: through /proc (the very directory checked, however
-    long its path), else by its path when that fits a socket address."""
-    if os.path.isdir("/proc/self/fd"):
-        return f"/proc/self/fd/{fd}/{name}"
-    full = os.path.join(path, name)
-    if len(os.fsencode(full)) > MAX_SUN_PATH:
-        raise OSError(f"socket path too long: {full}")
-    return full
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The user the process at the other end runs as (SO_PEERCRED: set by the kernel, not by that process)."""
-    import socket
-    import struct
-
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
-
-
-def connect(data_dir: str | os.PathLike[str], key: str | None = None) -> socket.socket | None:
-    """A connection to the engine of this code for `data_dir`, or None: no engine, or none to trust (the
-    directory is not this user's own, the socket not this user's, or another user listens on it)."""
-    real = os.path.realpath(data_dir)
-    fd = private_dir(real)
-    if fd is None:
-        return None
-    try:
-        return _connect_in(fd, real, engine_file(key or engine_key(os.environ), ".sock"))
-    finally:
-        os.close(fd)
-
-
-def _connect_in(fd: int, path: str, name: str) -> socket.socket | None:
-    import stat
-
-    try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:  # no engine: a first call does not pay for importing socket
-        return None
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
-        return None
-    import socket
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(CONNECT_TIMEOUT_S)
-    try:
-        sock.connect(address(fd, path, name))
-        if peer_uid(sock) != os.geteuid():  # before a byte is sent: whoever listens must be this user
-            warn(f"ignored {os.path.join(path, name)}: another user listens on it")
-            sock.close()
-            return None
-    except OSError:
-        sock.close()
-        return None
-    return sock
-
-
-# ---------------------------------------------------------------- talking to the engine
-
-
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    import json
-
-    body = json.dumps(message, ensure_ascii=True).encode("ascii")
-    sock.sendall(len(body).to_bytes(HEADER_BYTES, "big") + body)
-
-
-def receive(sock: socket.socket) -> dict[str, Any] | None:
-    """One message, or None when the other side closed the connection first or sent something that is not
-    a message (a JSON object within MAX_MESSAGE bytes)."""
-    import json
-
-    head = _exactly(sock, HEADER_BYTES)
-    if head is None or int.from_bytes(head, "big") > MAX_MESSAGE:
-        return None
-    body = _exactly(sock, int.from_bytes(head, "big"))
-    try:
-        message = None if body is None else json.loads(body)
-    except ValueError:
-        return None
-    return message if isinstance(message, dict) else None
-
-
-def _exactly(sock: socket.socket, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def exchange(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any] | None:
-    """Send one message and return the answer, skipping heartbeats; None when the engine closes the connection
-    without one, says nothing within FIRST_REPLY_TIMEOUT_S, or falls silent for BEAT_TIMEOUT_S."""
-    with sock:
-        try:
-            send(sock, message)
-            sock.settimeout(FIRST_REPLY_TIMEOUT_S)
-            while (reply := receive(sock)) is not None and "beat" in reply:
-                sock.settimeout(BEAT_TIMEOUT_S)
-            return reply
-        except OSError:  # a timeout too
-            return None
-
-
-def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], key: str | None = None) -> dict[str, Any] | None:
-    """Send one message to the engine and return its answer (None: no engine, or it did not answer)."""
-    sock = connect(data_dir, key)
-    return None if sock is None else exchange(sock, message)
 
 
 def serve_remotely(args: list[str]) -> tuple[int | None, str | None, bool]:
@@ -367,205 +165,3 @@ def _print(reply: dict[str, Any]) -> int:
     return int(reply["code"])
 
 
-def warn(message: str) -> None:
-    print(f"mnemon: warning: {message}", file=sys.stderr)
-
-
-# ---------------------------------------------------------------- starting an engine
-
-
-def start_after(data_dir: str) -> None:
-    """After an in-process call: start an engine for its data directory when none is there or starting, and
-    the directory is this user's own to write. A directory the engine cannot use is said in one line."""
-    real = os.path.realpath(data_dir)
-    fd = private_dir(real)
-    if fd is None:
-        return  # not made (a failed call), or not this user's own: no engine
-    try:
-        if not os.access(real, os.W_OK):
-            return
-        key = engine_key(os.environ)
-        blocked = _blocked(fd, key)
-        if blocked:
-            warn(f"the engine cannot start: {os.path.join(real, blocked)} is in its way; remove it")
-        elif not _starting(fd, key):
-            start_engine(real, after_exit=True)
-    except OSError as e:  # the call's own answer stands; the next call tries again
-        warn(f"the engine could not start: {e.strerror or e}")
-    finally:
-        os.close(fd)
-
-
-def _blocked(fd: int, key: str) -> str | None:
-    """The engine's socket or state file name when something else has that name (a directory, a file)."""
-    import stat
-
-    for suffix, kind in ((".sock", stat.S_ISSOCK), (".json", stat.S_ISREG), (".lock", stat.S_ISREG)):
-        name = engine_file(key, suffix)
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if not kind(st.st_mode) or st.st_uid != os.geteuid():
-            return name
-    return None
-
-
-def _starting(fd: int, key: str) -> bool:
-    """An engine holds the lock (it is starting up, or serving)."""
-    import fcntl
-
-    try:
-        lock = os.open(engine_file(key, ".lock"), os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(lock)
-    return False
-
-
-def start_engine(real: str, *, after_exit: bool = False) -> None:
-    """Start the engine for the data directory `real`, detached: its own session, stdin from /dev/null, output
-    to the log (only those three descriptors: Python opens every other one non-inheritable). `posix_spawn`,
-    not `subprocess`: no fork of this process and no import. With `after_exit` its start-up waits until this
-    process has exited (a call that ran in-process)."""
-    after = ["--after", str(os.getpid())] if after_exit else []
-    os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "mnemon_core.engine", real, *after], dict(os.environ),
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_OPEN, 1, os.path.join(real, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
-            (os.POSIX_SPAWN_DUP2, 1, 2),
-        ],
-        setsid=True,
-    )
-
-
-# ---------------------------------------------------------------- mnemon daemon start|stop|status
-
-
-def daemon(action: str, data_dir: str) -> dict[str, Any]:
-    """What `mnemon daemon ACTION` prints; a start that fails raises (one error line, exit status 1)."""
-    real = os.path.realpath(data_dir)
-    key = engine_key(os.environ)
-    if action == "start":
-        return _start(real, key)
-    if action == "stop":
-        return _stop(real, key)
-    reply = ask(real, {"op": "status"}, key)
-    if reply is not None:
-        return reply
-    pid = engine_pid(real, key)
-    return {"running": True, "pid": pid, "answering": False} if pid is not None else {"running": False}
-
-
-def _start(real: str, key: str) -> dict[str, Any]:
-    from .errors import StoreError
-
-    if not os.path.lexists(real):
-        from pathlib import Path
-
-        from .config import make_private_dirs
-
-        make_private_dirs(Path(real))
-    if (fd := private_dir(real)) is None or not os.access(real, os.W_OK):
-        raise StoreError(f"the engine serves only a data directory of this user's that no one else may write: "
-                         f"{real} is not (MNEMON_DAEMON=off runs every command in-process)", path=real)
-    try:
-        blocked = _blocked(fd, key)
-    finally:
-        os.close(fd)
-    if blocked:
-        raise StoreError(f"the engine cannot start: {os.path.join(real, blocked)} is in its way; remove it", path=real)
-    if (reply := ask(real, {"op": "status"}, key)) is not None:
-        return reply
-    start_engine(real)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        time.sleep(0.02)
-        if (reply := ask(real, {"op": "status"}, key)) is not None:
-            return reply
-    raise StoreError(f"the engine did not start within {START_TIMEOUT_S:g} s; see {os.path.join(real, LOG_NAME)}",
-                     path=real)
-
-
-def _stop(real: str, key: str) -> dict[str, Any]:
-    """Stop every engine of the data directory (this code's and any other's): asked over its socket, else by
-    signal to the pid its state file names (once its command line shows it is that engine); then wait for the
-    process to exit."""
-    stopped: dict[str, int] = {}
-    for other in engine_keys(real):
-        pid = engine_pid(real, other)
-        reply = ask(real, {"op": "stop"}, other)
-        if pid is None and reply is not None and isinstance(reply.get("pid"), int):
-            pid = reply["pid"]
-        if pid is None:
-            continue
-        if reply is None:
-            import signal
-
-            os.kill(pid, signal.SIGTERM)
-            os.kill(pid, signal.SIGCONT)  # a stopped engine takes the signal once it runs
-        if not _wait_exit(pid, STOP_WAIT_S):
-            import signal
-
-            os.kill(pid, signal.SIGKILL)
-            _wait_exit(pid, 5.0)
-        stopped[other] = pid
-    if not stopped:
-        return {"running": False, "stopped": False}
-    out: dict[str, Any] = {"running": False, "stopped": True, "pid": stopped.get(key, next(iter(stopped.values())))}
-    others = sorted(pid for k, pid in stopped.items() if k != key)
-    if key in stopped and others:
-        out["others"] = others
-    return out
-
-
-def engine_keys(real: str) -> list[str]:
-    """The keys of the engines whose state or socket files are in the data directory."""
-    try:
-        names = os.listdir(real)
-    except OSError:
-        return []
-    keys = {n[len(ENGINE_PREFIX):].rsplit(".", 1)[0] for n in names
-            if n.startswith(ENGINE_PREFIX) and n.endswith((".json", ".sock"))}
-    return sorted(keys)
-
-
-def engine_pid(real: str, key: str) -> int | None:
-    """The pid in the engine's state file, if that process lives, is this user's, and is the engine of this data
-    directory by its command line (a pid reused by another program is never signalled)."""
-    import json
-
-    try:
-        with open(os.path.join(real, engine_file(key, ".json")), encoding="utf-8") as f:
-            pid = json.load(f).get("pid")
-        if not isinstance(pid, int) or pid <= 0 or os.stat(f"/proc/{pid}").st_uid != os.geteuid():
-            return None
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = f.read().split(b"\0")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if b"mnemon_core.engine" not in argv:
-        return None
-    i = argv.index(b"mnemon_core.engine")
-    return pid if i + 1 < len(argv) and argv[i + 1] == os.fsencode(real) else None
-
-
-def _wait_exit(pid: int, timeout: float) -> bool:
-    """Wait until `pid` has exited (it is not our child: its /proc entry goes, or it is a zombie)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in (b"Z", b"X"):
-            return True
-        time.sleep(0.02)
-    return False

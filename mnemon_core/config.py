@@ -52,11 +52,15 @@ DEFAULT_OLLAMA_MODEL = "nomic-embed-text"
 
 
 def validate_store_name(name: str, *, hint: bool = False) -> str:
+    """The documents' one message for every bad name (empty, a path, too long): `invalid store name "x"`, with
+    the rule after it in the store commands (`hint`) and the length for a name past the limit (shown cut)."""
+    if len(name or "") > MAX_STORE_NAME:
+        shown = name[:50] + "…"
+        raise ValidationError(f'invalid store name "{shown}": {len(name)} characters, max {MAX_STORE_NAME}',
+                              field="store")
     if not STORE_NAME_RE.fullmatch(name or ""):
         suffix = ": must match [a-zA-Z0-9][a-zA-Z0-9_-]*" if hint else ""
         raise ValidationError(f'invalid store name "{name}"{suffix}', field="store")
-    if len(name) > MAX_STORE_NAME:
-        raise ValidationError(f"store name too long ({len(name)} characters, max {MAX_STORE_NAME})", field="store")
     return name
 
 
@@ -64,6 +68,11 @@ def environment() -> Mapping[str, str]:
     """Where settings come from: this process's variables; in the resident engine (`engine.py`), the
     variables of the client whose command is running."""
     return os.environ
+
+
+def debug() -> bool:
+    """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
+    return environment().get("MNEMON_DEBUG", "") not in ("", "0")
 
 
 def default_data_dir() -> Path:
@@ -172,6 +181,7 @@ class Settings:
     max_insights: int = DEFAULT_MAX_INSIGHTS
     prune_min_age_s: float = DEFAULT_PRUNE_MIN_AGE_S
     database_url: str | None = None
+    vector_url: str | None = None  # MNEMON_VECTOR_URL: the vectors in Milvus beside the store (store/milvus.py)
     oplog_retention: OplogRetention = field(default_factory=OplogRetention)
     origin: str = "cli"  # who writes: "cli", "mcp", "agent" (library); marks oplog rows and link metadata
     session: str | None = None  # the remember session (MNEMON_SESSION): consecutive remembers are linked
@@ -227,6 +237,7 @@ class Settings:
                 parse_duration(age, "MNEMON_AUTO_PRUNE_MIN_AGE") if age is not None else DEFAULT_PRUNE_MIN_AGE_S
             ),
             database_url=database_url or _env("MNEMON_DATABASE_URL"),
+            vector_url=_env("MNEMON_VECTOR_URL"),
             oplog_retention=OplogRetention.from_env(),
             origin=origin,
             session=_env("MNEMON_SESSION"),

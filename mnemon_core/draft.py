@@ -105,7 +105,7 @@ class DraftInsight(BaseModel):
     )
     session: str | None = Field(
         default=None, description="the conversation it belongs to, at most 200 bytes: consecutive items of one "
-        "session (absent: the draft's one session) are linked as a conversation",
+        "session are linked as a conversation (absent: part of no conversation, linked to no neighbour)",
     )
 
     @field_validator("content", mode="before")
@@ -244,7 +244,7 @@ class ImportDraft(BaseModel):
     @classmethod
     def _insights(cls, v: Any) -> Any:
         if isinstance(v, list) and not v:
-            raise ValueError("at least one insight is required")
+            raise ValueError("empty draft: at least one insight is required")
         return v
 
     @field_validator("edges", mode="before")

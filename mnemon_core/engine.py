@@ -1,8 +1,8 @@
 """The resident engine of one data directory: `python -m mnemon_core.engine DATA_DIR` (started by the client,
 `client.py`, on the first call that needs it).
 
-It serves only a data directory of its user's that nobody else may write (`client.private_dir`), listens on
-`DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `client.engine_key`),
+It serves only a data directory of its user's that nobody else may write (`resident.private_dir`), listens on
+`DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `resident.engine_key`),
 and answers only a peer that runs as its user (SO_PEERCRED). Each request runs in a thread of its own through
 the same `cli.main` the in-process CLI runs, with the request's arguments and settings, and the engine sends
 back what it printed and its exit status; while a command runs it sends a heartbeat every HEARTBEAT_S, so a
@@ -35,7 +35,7 @@ from collections import OrderedDict
 from contextvars import ContextVar
 from typing import Any, TextIO
 
-from . import client
+from . import resident
 
 IDLE_DEFAULT_S = 300.0
 AFTER_WAIT_S = 5.0  # how long a first call's engine waits for that call's process to end before starting up
@@ -44,6 +44,7 @@ PER_CALL = frozenset({"session"})  # Settings fields a command passes with each 
 ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock, the stop flag, the socket and the dir
 REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this long
 STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
+WARM_NICE = 10  # the warm-up's priority: below the calls that run in-process meanwhile
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -109,7 +110,7 @@ class _Heartbeat:
         return True
 
     def _beat(self) -> None:
-        while not self.done.wait(client.HEARTBEAT_S):
+        while not self.done.wait(resident.HEARTBEAT_S):
             if not self._send({"beat": self.beats}):
                 return
 
@@ -119,7 +120,7 @@ class _Heartbeat:
                 return False
             self.beats += 1
             try:
-                client.send(self.conn, message)
+                resident.send(self.conn, message)
             except OSError:  # the client went away
                 return False
             return True
@@ -133,10 +134,10 @@ class _Heartbeat:
 class Engine:
     def __init__(self, data_dir: str) -> None:
         self.data_dir = os.path.realpath(data_dir)
-        self.key = client.engine_key(os.environ)
-        self.socket_name = client.engine_file(self.key, ".sock")
-        self.state_name = client.engine_file(self.key, ".json")
-        self.stamp = client.code_stamp()
+        self.key = resident.engine_key(os.environ)
+        self.socket_name = resident.engine_file(self.key, ".sock")
+        self.state_name = resident.engine_file(self.key, ".json")
+        self.stamp = resident.code_stamp()
         self.started = time.time()
         self.last_request = time.monotonic()
         self.idle_s = _idle_seconds(os.environ.get("MNEMON_DAEMON_IDLE"))
@@ -158,20 +159,16 @@ class Engine:
     # ------------------------------------------------------------------ life
 
     def run(self, after: int | None = None) -> None:
-        """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the heavy
-        start-up waits (a few seconds at most) until that call's process has exited, so as not to slow its end
-        down. The socket is bound only once the engine can answer: calls meanwhile run in-process."""
+        """Serve until stopped. `after`: the pid of the call that started this engine (its parent); the start-up
+        waits (a few seconds at most) until that call's process has exited, so as not to slow its end down.
+        Then it warms up before its socket exists, mostly at a low priority (WARM_NICE): calls meanwhile run
+        in-process, and the start-up gives way to them for the CPU. Only a warm engine binds its socket."""
         if not self._claim():
             return
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
         from . import cli, config
 
-        server = self.server = self._listen()
-        if server is None:
-            self._release()
-            return
-        self.parser = cli.built_parser()  # built per call in-process; here once (2.7 ms a call)
         saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
         cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
         sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
@@ -180,9 +177,12 @@ class Engine:
         config.environment = _request_env.get  # type: ignore[assignment]
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        threading.Thread(target=self._warm, daemon=True).start()
-        _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
         try:
+            self._warm()
+            server = self.server = None if self.stopping.is_set() else self._listen()
+            if server is None:
+                return
+            _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
             while not self.stopping.is_set():
                 try:
                     conn, _ = server.accept()
@@ -204,12 +204,12 @@ class Engine:
         this key lives, or the directory is not one to serve."""
         import fcntl
 
-        self.dir_fd = client.private_dir(self.data_dir)
+        self.dir_fd = resident.private_dir(self.data_dir)
         if self.dir_fd is None:
             _log(f"not serving {self.data_dir}: not a directory of this user's that no one else may write")
             return False
         try:
-            self.lock_fd = os.open(client.engine_file(self.key, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC |
+            self.lock_fd = os.open(resident.engine_file(self.key, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC |
                                    os.O_NOFOLLOW, 0o600, dir_fd=self.dir_fd)
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:  # BlockingIOError: held by a live engine of this key
@@ -237,7 +237,7 @@ class Engine:
         tmp = f"{self.socket_name}.{os.getpid()}"
         old = os.umask(0o177)  # only the main thread runs yet
         try:
-            server.bind(client.address(self.dir_fd, self.data_dir, tmp))
+            server.bind(resident.address(self.dir_fd, self.data_dir, tmp))
             server.listen(64)
             st = os.stat(tmp, dir_fd=self.dir_fd, follow_symlinks=False)
             self.socket_id = (st.st_dev, st.st_ino)
@@ -316,10 +316,10 @@ class Engine:
     def _serve(self, conn: socket.socket) -> None:
         try:
             with conn:
-                if client.peer_uid(conn) != os.geteuid():
+                if resident.peer_uid(conn) != os.geteuid():
                     return
                 conn.settimeout(REQUEST_TIMEOUT_S)  # a connection that never sends is hung up on
-                request = client.receive(conn)
+                request = resident.receive(conn)
                 if request is None:
                     return
                 with self.lock:
@@ -337,10 +337,10 @@ class Engine:
     def _answer(self, request: dict[str, Any], conn: socket.socket) -> None:
         op = request.get("op")
         if op == "status":
-            client.send(conn, self.status())
+            resident.send(conn, self.status())
         elif op == "stop":
             self.stop()
-            client.send(conn, {"pid": os.getpid(), "stopping": True})
+            resident.send(conn, {"pid": os.getpid(), "stopping": True})
         elif op == "run" and self._serves(request):
             beats = _Heartbeat(conn)
             if not beats.start():
@@ -378,23 +378,26 @@ class Engine:
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
 
     def _warm(self) -> None:
-        """Open the store the client that started the engine uses (its variables are this process's), load
-        the embedding model and the vector matrix, so the next call finds them ready. Reads only."""
-        from .config import Settings
+        """Build the CLI's parser, open the store the client that started the engine uses (its variables are
+        this process's), fill its recall memo, then load the embedding model and the vector matrix, so the
+        first served call finds them ready. Reads only. The imports and the reading run in a thread of low
+        priority (a thread's nice value is its own on Linux); what starts threads that later calls use (numpy's
+        BLAS pool, the model's worker) runs here, at the normal priority those threads inherit."""
+        import numpy  # noqa: F401 - its thread pool starts now, in this thread
+
         from .recall.graph import graph_view
 
         held: list[tuple[tuple[Any, ...], Any]] = []
         tokens = (_request_env.set(dict(os.environ)), _held.set(held))
         try:
-            mem = self._memory(Settings.resolve(data_dir=self.data_dir, origin="cli"))
-            if not mem.settings.db_path.exists() and mem.settings.database_url is None:
+            mem = _at_low_priority(self._open_warm)
+            if mem is None:
                 return  # nothing stored yet: do not create the store
-            store = mem.store
-            graph_view(store).sync()
+            _at_low_priority(lambda: graph_view(mem.store).sync())
             emb = mem.embedder
             vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
             if emb is not None and vecs is not None:
-                store.vector_matrix(emb.name, int(vecs.shape[1]))
+                mem.store.vector_matrix(emb.name, int(vecs.shape[1]))
         except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
             _log(f"warm-up: {type(e).__name__}: {e}")
         finally:
@@ -402,6 +405,19 @@ class Engine:
             _request_env.reset(tokens[0])
             _held.reset(tokens[1])
             self.warm.set()
+
+    def _open_warm(self) -> Any:
+        """The parser, and the warm-up's Memory with its store open (None when there is no store yet)."""
+        from . import cli
+        from .config import Settings
+
+        self.parser = cli.built_parser()  # built per call in-process; here once (2.7 ms a call)
+        settings = Settings.resolve(data_dir=self.data_dir, origin="cli")
+        if not settings.db_path.exists() and settings.database_url is None:
+            return None
+        mem = self._memory(settings)
+        mem.store  # noqa: B018 - opened (and migrated) now
+        return mem
 
     def _memory(self, settings: Any) -> Any:
         """A warm `Memory` of these settings for this request: one per configuration that shapes what it does
@@ -463,6 +479,30 @@ class Engine:
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})
 _held: ContextVar[list[tuple[tuple[Any, ...], Any]]] = ContextVar("mnemon_engine_held")
 _stdin: ContextVar[io.StringIO | None] = ContextVar("mnemon_engine_stdin", default=None)
+
+
+def _at_low_priority(work: Any) -> Any:
+    """`work()` in a thread of its own at WARM_NICE (in this thread's context), and its result."""
+    import contextvars
+
+    out: list[Any] = []
+    failed: list[BaseException] = []
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, 0, WARM_NICE)
+        try:
+            out.append(context.run(work))
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+            failed.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join()
+    if failed:
+        raise failed[0]
+    return out[0]
 
 
 def _log(message: str) -> None:

@@ -8,7 +8,9 @@ mention.
 Two departures from the original, which made its top entities `2.0.30` and `VS` (issue 13): the file-path
 path no longer yields version numbers and plain numbers (`2.0.30`, `v1.2`, `3.14`, which have the shape of
 `name.ext`), and the ALL-CAPS path skips a word that starts a longer capitalized name (`VS` of "VS Code",
-`SQL` of "SQL Server"): it is a fragment of that name, not an acronym of its own.
+`SQL` of "SQL Server"): it is a fragment of that name, not an acronym of its own. And (issue 26) the ALL-CAPS
+path drops time zones, units and workflow abbreviations (`UTC`, `MB`, `PR`: `NOT_NAMES`), and the path path a
+name that ends in a version (`go-v0.1.15`, `python3.11`, `1.x`).
 
 Word classes are ASCII, as in Go's regexp (`\\b`, `\\w`, `\\s` are ASCII there): "HttpServer性能" still yields
 `HttpServer`, and "config.yaml里" is not a path.
@@ -27,6 +29,7 @@ from mnemon_core.text import STOPWORDS
 
 __all__ = [
     "ACRONYM_STOPWORDS",
+    "NOT_NAMES",
     "TECH_DICTIONARY",
     "extract_entities",
     "query_entities",
@@ -53,6 +56,14 @@ ACRONYM_STOPWORDS: frozenset[str] = frozenset(
     PUT TOP TOO ANY""".split()
 )
 
+# Upper-case words that name no thing of their own (issue 26): time zones, units of size and time, workflow
+# abbreviations. The ALL-CAPS path would take each for an acronym; dropped like the acronym stopwords.
+NOT_NAMES: frozenset[str] = frozenset(
+    """UTC GMT EST EDT CST CDT MST MDT PST PDT CET CEST EET EEST BST IST JST KST AEST AEDT
+    KB MB GB TB PB KIB MIB GIB TIB SEC MIN HR HRS AM PM
+    PR PRS MR TODO FIXME FYI ASAP ETA EOD EOW TBD WIP OK""".split()
+)
+
 # 1. CamelCase, >= 2 humps of capital + lower-case run: HttpServer yes; Athena (1 hump), FastAPI (API is no hump) no.
 CAMEL_CASE_RE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b", re.ASCII)
 # 2. ALL-CAPS words of 2-6 letters on word boundaries, unless a capitalized word follows ("VS Code").
@@ -61,8 +72,11 @@ ALL_CAPS_RE = re.compile(r"\b[A-Z]{2,6}\b(?! [A-Z][a-z])", re.ASCII)
 #    chars, followed by whitespace, quote, ")", ",", "." or end. Lookarounds (not consumed delimiters) so
 #    two paths separated by one space are both found. Backtick counts as a quote (Markdown code spans).
 FILE_PATH_RE = re.compile(r"""(?<![^\s"'`(])[.\w/-]+\.\w{1,10}(?=[\s"'`),.]|$)""", re.ASCII)
-#    A path hit that is a number or a version (2.0.30, v1.2, 1.2.0-rc.1, 3.14) names nothing.
-VERSION_RE = re.compile(r"[vV]?\d+(?:\.\d+)+(?:-[.\w-]*)?", re.ASCII)
+#    A path hit that is a number or a version names nothing: 2.0.30, v1.2, 1.2.0-rc.1, 3.14, 2.0.0rc1, 1.x, a
+#    name with its version (go-v0.1.15, python3.11, release-2.4.0), a dotted abbreviation (e.g, i.e).
+VERSION_RE = re.compile(
+    r"(?:[\w-]*?[-_]|[A-Za-z]+)?[vV]?\d+(?:\.(?:\d+\w*|[xX]))+(?:-[.\w-]*)?|[A-Za-z](?:\.[A-Za-z])+", re.ASCII
+)
 # 4. URLs, kept whole up to whitespace, quote, "<", ">" or ")".
 URL_RE = re.compile(r"""https?://[^\s"'`<>)]+""")
 # 5. @mentions: >= 2 word chars starting with a letter or underscore; the entity is the name without "@".
@@ -103,7 +117,7 @@ def _base_entities(text: str, words: list[str]) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for hit in _regex_hits(text):
-        if hit not in seen and hit not in ACRONYM_STOPWORDS:
+        if hit not in seen and hit not in ACRONYM_STOPWORDS and hit not in NOT_NAMES:
             seen.add(hit)
             out.append(hit)
     for w in words:
@@ -114,7 +128,7 @@ def _base_entities(text: str, words: list[str]) -> list[str]:
 
 
 def _is_stopword(word: str) -> bool:
-    return word in ACRONYM_STOPWORDS or word.lower() in STOPWORDS
+    return word in ACRONYM_STOPWORDS or word.upper() in NOT_NAMES or word.lower() in STOPWORDS
 
 
 def _known_candidates(text: str, words: list[str]) -> Iterable[str]:

@@ -9,7 +9,8 @@
     └── AlreadyDone                         a rerun of a call whose write the resident engine made (once.py)
 
 Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`; the CLI and the MCP server also
-show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback.
+show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback
+(`config.debug`).
 """
 
 from __future__ import annotations
@@ -66,16 +67,9 @@ class MissingExtraError(MnemonError, ImportError):
     """An optional dependency is not installed; says which extra brings it."""
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(f"{package} is not installed: pip install 'mnemon[{extra}]'")
+        super().__init__(f"{package} is not installed: pip install 'mnemon-core[{extra}]'")
         self.package = package
         self.extra = extra
-
-
-def debug() -> bool:
-    """`MNEMON_DEBUG=1`: the faces print the traceback of every error they turn into one line."""
-    from .config import environment  # the engine answers with its client's variables
-
-    return environment().get("MNEMON_DEBUG", "") not in ("", "0")
 
 
 def fault_message(e: BaseException) -> str | None:

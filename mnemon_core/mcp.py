@@ -11,7 +11,7 @@ The schemas are the calls' input models (`inputs.py`), which say which limit is 
 engine checks is only advertised, so the caller gets the engine's message; the limits of tool calls (query
 ≤2000 chars, ids ≤256, limit 1–100, depth 1–10, link metadata sizes) are enforced by the models.
 
-The SDK (`pip install 'mnemon[mcp]'`) is imported only when the server starts; both of its major versions
+The SDK (`pip install 'mnemon-core[mcp]'`) is imported only when the server starts; both of its major versions
 work (1.x registers handlers with decorators, 2.x passes them to the constructor). Everything above
 `serve()` runs without it.
 """
@@ -33,7 +33,8 @@ from pydantic import BaseModel, Field
 
 from . import __version__
 from .async_memory import AsyncMemory
-from .errors import MissingExtraError, MnemonError, ReadOnlyError, debug, fault_message
+from .config import debug
+from .errors import MissingExtraError, MnemonError, ReadOnlyError, fault_message
 from .inputs import (
     MAX_METADATA,
     METADATA,
@@ -50,7 +51,6 @@ from .inputs import (
     SearchInput,
 )
 from .memory import Memory
-from .recall import output
 
 # The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600
@@ -241,7 +241,7 @@ async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
     scope = {"limit": a.limit, "intent": a.intent, "category": a.category, "source": a.source}
     if a.basic:
         return project(await m.recall(a.query, basic=True, **scope), a.full)
-    return project(output.compact(await m.retrieve(a.query, **scope)), a.full)  # the CLI's default shape
+    return project((await m.retrieve(a.query, **scope)).compact(), a.full)  # the CLI's default shape
 
 
 async def _search(m: AsyncMemory, a: SearchArgs) -> Any:
@@ -347,7 +347,7 @@ def serve(memory: Memory) -> None:
             raise
         raise MissingExtraError("mcp", "mcp") from None
     except ImportError as e:  # installed but broken, e.g. an old 1.x SDK beside a newer pydantic
-        raise MnemonError(f"the mcp package does not import ({e}); pip install -U 'mnemon[mcp]'") from None
+        raise MnemonError(f"the mcp package does not import ({e}); pip install -U 'mnemon-core[mcp]'") from None
     _ = memory.store  # open it now: a bad --store or a missing --readonly database fails at start-up
     if memory.settings.session is None:  # one server process serves one agent session: its remembers are a conversation
         memory.settings.session = f"mcp-{uuid.uuid4().hex[:12]}"

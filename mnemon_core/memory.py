@@ -36,6 +36,7 @@ from .models import (
     ForgetResult,
     GcKeepResult,
     GcResult,
+    GraphIndexStatus,
     Insight,
     LinkResult,
     OplogEntry,
@@ -48,7 +49,7 @@ from .models import (
     StatusResult,
 )
 from .store import Filters, Store, open_store
-from .text import token_set, tokens_of
+from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
 from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
@@ -192,6 +193,14 @@ class Memory:
         if index is not None and index.stale():
             self.store.maintain_vector_index(emb.name, dim)
 
+    def _maintain_index(self) -> None:
+        """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best
+        effort: a write has succeeded whether or not the file could be written."""
+        try:
+            self.store.maintain_graph_index()
+        except (StoreError, OSError) as e:
+            self._warn(f"graph index not written ({e})")
+
     @contextmanager
     def _writing(self, now: str) -> Iterator[Store]:
         """A write transaction of this call: the served call's request id is recorded in it first (`once.py`),
@@ -262,7 +271,7 @@ class Memory:
             if existing is not None:
                 return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
-        by_coverage, by_overlap = store.token_tops(base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
+        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
         if not no_diff:
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
         with self._writing(now):
@@ -288,6 +297,7 @@ class Memory:
                 exclude=new_id, now=now, trigger=new_id,
             )
             self._log("remember", new_id, self._detail(inp.content), now)
+        self._maintain_index()
         return RememberResult(
             id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
             entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
@@ -325,9 +335,10 @@ class Memory:
         the `VerboseRecallResult` itself (`verbose`) or a `BriefRecallResult` (`brief`, excerpts of at most
         `excerpt_chars`); for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
         `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
-        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access.
+        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access (none when
+        nothing matched: `no_match`).
         """
-        from .recall import output
+        from .recall.results import brief_basic
 
         def shape() -> None:
             if brief and (isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars <= 0):
@@ -339,9 +350,9 @@ class Memory:
         if basic:
             rows = self.store.like_search(query, scope, limit)
             self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
-            return output.brief_basic(rows, excerpt_chars) if brief else rows
+            return brief_basic(rows, excerpt_chars) if brief else rows
         found = self._retrieve(query, limit, intent, scope, config)
-        return found if verbose else output.brief(found, excerpt_chars) if brief else output.compact(found)
+        return found if verbose else found.brief(excerpt_chars) if brief else found.compact()
 
     def retrieve(
         self,
@@ -404,8 +415,11 @@ class Memory:
         )
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
-        self._accessed([r.id for r in results], "recall", f"q={query} hits={len(results)}")
-        return output.verbose(results, insights, chosen, found.meta, config.confidence == "evidence")
+        # What a recall that matched nothing offers (recency, the graph) was not used: no access is counted.
+        used = [] if found.meta.no_match else [r.id for r in results]
+        self._accessed(used, "recall", f"q={query} hits={len(results)}")
+        labels = [found.labels[r.id] for r in results] if found.labels is not None else None
+        return output.verbose(results, insights, chosen, found.meta, labels)
 
     # ------------------------------------------------------------------ import / embed
 
@@ -424,7 +438,9 @@ class Memory:
         d = load_draft(draft)
         if dry_run:
             return DryRun.of(d)
-        return importer.import_draft(self._context(), d, no_diff=no_diff)
+        result = importer.import_draft(self._context(), d, no_diff=no_diff)
+        self._maintain_index()
+        return result
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
@@ -498,6 +514,7 @@ class Memory:
         with self._writing(now):
             store.soft_delete([id], now)
             self._log("forget", id, "", now)
+        self._maintain_index()
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
@@ -514,19 +531,28 @@ class Memory:
     # ------------------------------------------------------------------ search / related
 
     def search(self, query: str, *, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
-        """Keyword search: share of the query's tokens each insight holds, ties by importance."""
+        """Keyword search with recall's keyword signal: BM25 over the query's stemmed terms ("migration" finds
+        "migrations"), score = BM25 / this query's best; ties by importance, newer, id."""
         validate_text(query, "query")
         check_limit(limit)
         store = self.store
-        q = token_set(query)
-        n = len(q) or 1
-        top = store.token_hits(q, limit=limit)
-        rows = store.get_insights([h.id for h in top])
+        bm25: dict[str, float] = {}
+        for term in dict.fromkeys(terms(query)):
+            for id_, s in store.term_scores(term):
+                bm25[id_] = bm25.get(id_, 0.0) + s
+        ranked = sorted(bm25.items(), key=lambda kv: -kv[1])
+        if len(ranked) > limit:  # only what can make the cut is read and ordered on the full key
+            cut = ranked[limit - 1][1]
+            ranked = [kv for kv in ranked if kv[1] >= cut]
+        rows = store.get_insights([i for i, _ in ranked])
+        found = sorted((kv for kv in ranked if kv[0] in rows), key=lambda kv: kv[0])
+        found.sort(key=lambda kv: rows[kv[0]].created_at, reverse=True)
+        found.sort(key=lambda kv: (-kv[1], -rows[kv[0]].importance))
+        best = found[0][1] if found else 0.0
         out = [
-            SearchHit(id=h.id, content=rows[h.id].content, category=rows[h.id].category,
-                      importance=rows[h.id].importance, tags=rows[h.id].tags, score=h.hits / n)
-            for h in top
-            if h.id in rows
+            SearchHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
+                      tags=rows[i].tags, score=s / best if best > 0 else 0.0)
+            for i, s in found[:limit]
         ]
         self._accessed([h.id for h in out], "search", f"q={query} hits={len(out)}")
         return out
@@ -572,9 +598,25 @@ class Memory:
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
             by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
-            deleted_insights=store.count_deleted(), edge_count=store.count_edges(), oplog=oplog, oplog_count=rows,
+            deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
+            graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(),
+        )
+
+    def _index_status(self, store: Store) -> GraphIndexStatus | None:
+        from .store.gindex import GraphIndex
+
+        state = store.graph_index_state()
+        if state is None:
+            return None
+        if not isinstance(state, GraphIndex):
+            return GraphIndexStatus(path=str(state.path), state="rejected", reason=state.reason)
+        counter = store.graph_version()[0]
+        return GraphIndexStatus(
+            path=str(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
+            built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
+            behind=counter - state.counter,
         )
 
     def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:

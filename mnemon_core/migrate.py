@@ -1,12 +1,13 @@
-"""`mnemon migrate --from sqlite:PATH --to postgresql://…`: copy one store losslessly into Postgres.
+"""`mnemon migrate --from SRC --to DST`: copy one store losslessly into an empty Postgres or Kùzu store.
 
 Everything is copied: insights (soft-deleted ones too, in their insertion order, with tokens, vectors and
-their model), edges, the oplog with its ids, and the remember sessions' tails. The target store must be empty; the copy is one Postgres
-transaction. Afterwards the target is read back and compared with the source by counts and a checksum over
-every row (`store/dump.py`); a mismatch is an error.
+their model), edges, the oplog with its ids, and the remember sessions' tails. The target store must be empty; the
+copy is one transaction of the target. Afterwards the target is read back and compared with the source by counts
+and a checksum over every row (`store/dump.py`); a mismatch is an error.
 
-Endpoints: `sqlite:PATH` (or a path to a `.db` file; `sqlite:` alone is the current store's file) and
-`postgresql://…` / `postgres://…` (the store is `--store`, else `MNEMON_STORE`, the active file, `default`).
+Endpoints: `sqlite:PATH` (or a path to a `.db` file; `sqlite:` alone is the current store's file),
+`postgresql://…` / `postgres://…` and `kuzu:///abs/dir` (the store is `--store`, else `MNEMON_STORE`, the active
+file, `default`). SQLite is a source only (it has no bulk load).
 """
 
 from __future__ import annotations
@@ -22,10 +23,16 @@ if TYPE_CHECKING:
     from .store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")
+KUZU_SCHEME = "kuzu://"
+TARGETS = "a postgresql:// or kuzu:/// URL"
 
 
 def is_postgres(url: str) -> bool:
     return url.startswith(PG_SCHEMES)
+
+
+def is_kuzu(url: str) -> bool:
+    return url.startswith(KUZU_SCHEME)
 
 
 def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
@@ -34,22 +41,33 @@ def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
         return settings.db_path
     if endpoint.startswith("sqlite:"):
         return Path(endpoint[len("sqlite:"):].removeprefix("//")).expanduser()
-    if not is_postgres(endpoint) and endpoint.endswith(".db"):
+    if not is_postgres(endpoint) and not is_kuzu(endpoint) and endpoint.endswith(".db"):
         return Path(endpoint).expanduser()
     return None
 
 
-def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
-    """Copy the source store into an empty Postgres store, verify, and return what was copied."""
-    from .store.dump import Checksum
-    from .store.postgres import PostgresStore, redact
+def _open(url: str, settings: Settings, *, readonly: bool) -> Any:
+    """The store `settings.store` of a Postgres or Kùzu URL."""
+    if is_kuzu(url):
+        from .store.kuzu import KuzuStore, store_path
 
-    if not is_postgres(target):
-        raise ValidationError(f"--to must be a postgresql:// URL, got {target!r}", field="to")
+        return KuzuStore(store_path(url, settings.store), readonly=readonly,
+                         label=f"{url} (store {settings.store})")
+    from .store.postgres import PostgresStore
+
+    return PostgresStore(url, store=settings.store, readonly=readonly)
+
+
+def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
+    """Copy the source store into an empty Postgres or Kùzu store, verify, and return what was copied."""
+    from .store.dump import Checksum
+
+    if not (is_postgres(target) or is_kuzu(target)):
+        raise ValidationError(f"--to must be {TARGETS}, got {target!r}", field="to")
     src_path = sqlite_path(source, settings)
-    if src_path is None and not is_postgres(source):
-        raise ValidationError(f"--from must be sqlite:PATH or a postgresql:// URL, got {source!r}", field="from")
-    if src_path is None and source == target:
+    if src_path is None and not (is_postgres(source) or is_kuzu(source)):
+        raise ValidationError(f"--from must be sqlite:PATH or {TARGETS}, got {source!r}", field="from")
+    if src_path is None and source.rstrip("/") == target.rstrip("/"):
         raise ValidationError("--from and --to are the same store", field="to")
     started = time.monotonic()
 
@@ -62,17 +80,21 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
         src = SQLiteStore(src_path, readonly=True)
         src_label = f"sqlite:{src_path}"
     else:
-        src = PostgresStore(source, store=settings.store, readonly=True)
+        src = _open(source, settings, readonly=True)
         src_label = src.location
 
-    dst = PostgresStore(target, store=settings.store)
+    try:
+        dst = _open(target, settings, readonly=False)
+    except BaseException:
+        src.close()
+        raise
     try:
         present = dst.count_active() + dst.count_deleted() + dst.count_edges() + dst.count_log()
         if present:
             raise ValidationError(
-                f'target store "{settings.store}" in {redact(target)} is not empty ({dst.count_active()} '
-                f"insights, {dst.count_edges()} edges, {dst.count_log()} oplog rows); migrate copies into an "
-                "empty store (pick another with --store)",
+                f'target store "{settings.store}" in {dst.location.rsplit(" (store ", 1)[0]} is not empty '
+                f"({dst.count_active()} insights, {dst.count_edges()} edges, {dst.count_log()} oplog rows); "
+                "migrate copies into an empty store (pick another with --store)",
                 field="to",
             )
         sent = Checksum()
@@ -99,7 +121,7 @@ def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
         dst.close()
     return {
         "from": src_label,
-        "to": f"{redact(target)} (store {settings.store})",
+        "to": dst.location,
         "store": settings.store,
         **sent.counts(),
         "checksum": sent.digest,

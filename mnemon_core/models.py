@@ -216,12 +216,27 @@ class OplogStatus(BaseModel):
     retention: OplogRetentionInfo
 
 
+class GraphIndexStatus(BaseModel):
+    """The graph index file recall maps (`store/gindex.py`): in use, or rejected and why."""
+
+    path: str
+    state: str = Field(description="mapped: recall reads it; rejected: a check failed and the store is read")
+    reason: str | None = None
+    nodes: int | None = None
+    edges: int | None = None
+    bytes: int | None = None
+    built_at: str | None = None
+    age_s: float | None = Field(None, description="seconds since it was written")
+    behind: int | None = Field(None, description="committed graph changes since it was written (the delta)")
+
+
 class StatusResult(BaseModel):
     by_category: dict[str, int]
     db_path: str
     db_size_bytes: int
     deleted_insights: int
     edge_count: int
+    graph_index: GraphIndexStatus | None = None
     oplog: OplogStatus
     oplog_count: int
     top_entities: list[EntityCount]

@@ -43,7 +43,7 @@ def run(data_dir: str | None, store_flag: str | None, action: str, name: str | N
         if not names:
             return "  (no stores yet — run 'mnemon store create <name>' or any command to create default)"
         return "\n".join(("* " if n == active else "  ") + n for n in names)
-    if not name:
+    if name is None:  # no name given at all; an empty one is an invalid name
         raise ValidationError(f"store {action} needs a store name", field="name")
     validate_store_name(name, hint=True)
     if action == "create":

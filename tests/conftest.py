@@ -31,18 +31,39 @@ def data_dir(_isolated_env: Path) -> Path:
     return _isolated_env
 
 
-# ---- store backends: tests that use `mem` run on SQLite and on Postgres (tests/pg.py; marked integration,
-# skipped when pgserver/psycopg are missing). On Postgres, MNEMON_DATABASE_URL and MNEMON_STORE point at a
+# ---- store backends: tests that use `mem` run on SQLite, on Postgres (tests/pg.py; marked integration,
+# skipped when pgserver/psycopg are missing) and on Kùzu. On Postgres, MNEMON_DATABASE_URL and MNEMON_STORE point at a
 # fresh store, so `Memory()` and the CLI in the same test reach it too.
 from pg import missing as _pg_missing  # noqa: E402
 from pg import pg_store_name, pg_url  # noqa: E402, F401
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
-def store_backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "postgres" and _pg_missing():
+# Kùzu (an embedded graph database, `mnemon-core[kuzu]`) runs where the package is installed, in a directory of the
+# test's; "milvus" (tests/test_store_contract.py only) is SQLite with its vectors in one Milvus Lite file per session
+# (`mnemon-core[milvus]`), each test in a store of its own.
+_EXTRA = {"kuzu": ("kuzu", "kuzu"), "milvus": ("pymilvus", "milvus")}
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu"]
+
+
+def checked_backend(name: str) -> str:
+    """`name`, or the test skipped when what it needs is missing."""
+    import importlib.util
+
+    if name == "postgres" and _pg_missing():
         pytest.skip(_pg_missing())
-    return request.param
+    if name in _EXTRA and importlib.util.find_spec(_EXTRA[name][0]) is None:
+        pytest.skip(f"{_EXTRA[name][0]} is not installed (pip install 'mnemon-core[{_EXTRA[name][1]}]')")
+    return name
+
+
+@pytest.fixture(params=BACKENDS)
+def store_backend(request: pytest.FixtureRequest) -> str:
+    return checked_backend(request.param)
+
+
+@pytest.fixture(scope="session")
+def milvus_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"milvus://{tmp_path_factory.mktemp('milvus') / 'vectors.db'}"
 
 
 @pytest.fixture
@@ -53,6 +74,13 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
         url, name = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_store_name")
         monkeypatch.setenv("MNEMON_DATABASE_URL", url)
         monkeypatch.setenv("MNEMON_STORE", name)
+    elif store_backend == "kuzu":
+        monkeypatch.setenv("MNEMON_DATABASE_URL", f"kuzu://{data_dir.parent / 'kuzu'}")
+    elif store_backend == "milvus":
+        import uuid
+
+        monkeypatch.setenv("MNEMON_VECTOR_URL", request.getfixturevalue("milvus_url"))
+        monkeypatch.setenv("MNEMON_STORE", "t" + uuid.uuid4().hex[:16])
     m = Memory()
     yield m
     m.close()

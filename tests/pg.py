@@ -23,7 +23,7 @@ def missing() -> str | None:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        return "psycopg is not installed (pip install 'mnemon[postgres]')"
+        return "psycopg is not installed (pip install 'mnemon-core[postgres]')"
     if EXTERNAL_URL:
         return None
     try:

@@ -97,6 +97,33 @@ def test_refresh_folds_the_delta_into_the_file(tmp_path: Path) -> None:
     assert ids[4] not in reader.ids(reader.search(vecs[4], 10)[0])
 
 
+def test_the_delta_follows_writes_one_at_a_time(tmp_path: Path) -> None:
+    """Between searches only the rows changed since the last search are read; a row changed twice, a row
+    deleted after it was changed and a row added after the file all answer as the exact scan does."""
+    store, ids, vecs = _store(tmp_path, 300)
+    idx = ann.AnnIndex(store.db, store.path, MODEL, DIM)
+    idx.build(threads=1)
+    rng = np.random.default_rng(9)
+    fresh = rng.standard_normal((4, DIM)).astype(np.float32)
+    fresh /= np.linalg.norm(fresh, axis=1, keepdims=True)
+    steps = [
+        lambda: store.set_vector(ids[5], fresh[0], MODEL),
+        lambda: store.set_vector(ids[5], fresh[1], MODEL),  # the same row again
+        lambda: store.set_vector(ids[6], fresh[2], MODEL),
+        lambda: store.soft_delete([ids[6]], "2024-02-01T00:00:00Z"),
+        lambda: (store.insert_insight(Insight(id="new", content="new note", created_at="2024-03-01T00:00:00Z",
+                                              updated_at="2024-03-01T00:00:00Z"), {"note"}),
+                 store.set_vector("new", fresh[3], MODEL)),
+    ]
+    for size, step in zip([1, 1, 2, 2, 3], steps):
+        with store.transaction():
+            step()
+        assert idx.delta() == size
+        for q in [*fresh, vecs[5], vecs[6]]:
+            keys, _ = idx.search(q, 10)
+            assert idx.ids(keys) == _exact(store, q, 10)
+
+
 def test_other_models_and_dimensions_stay_out(tmp_path: Path) -> None:
     store, ids, vecs = _store(tmp_path, 50)
     with store.transaction():

@@ -518,7 +518,7 @@ def test_openai_missing_package_is_an_embedder_error(
     with pytest.raises(EmbedderError) as err:
         e.embed("x")
     assert isinstance(err.value, MissingExtraError)
-    assert str(err.value) == "openai is not installed: pip install 'mnemon[openai]'"
+    assert str(err.value) == "openai is not installed: pip install 'mnemon-core[openai]'"
 
 
 def test_base_embedder_checks_backend_output() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import _alive, run_cli, stop_engines
-from mnemon_core import client
+from mnemon_core import client, resident
 from mnemon_core.engine import Engine
 
 
@@ -31,7 +31,7 @@ def engine_on(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 def state_path(data_dir: Path) -> Path:
-    return data_dir / client.engine_file(client.engine_key(os.environ), ".json")
+    return data_dir / resident.engine_file(resident.engine_key(os.environ), ".json")
 
 
 def state(data_dir: Path) -> dict:
@@ -47,7 +47,7 @@ def served_by_engine(data_dir: Path) -> None:
     """Wait until the engine answers (it starts after the first call)."""
     state(data_dir)
     deadline = time.monotonic() + 30
-    while client.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
@@ -86,10 +86,10 @@ def test_daemon_start_status_stop(engine_on: Path) -> None:
     run_cli("remember", "a note")
     status = run_cli("daemon", "status").json()
     assert status["pid"] == started["pid"] and status["stores_open"] == ["default"] and status["uptime_s"] >= 0
-    assert os.stat(client.socket_path(engine_on)).st_mode & 0o777 == 0o600
+    assert os.stat(resident.socket_path(engine_on)).st_mode & 0o777 == 0o600
     stopped = run_cli("daemon", "stop").json()
     assert stopped == {"running": False, "stopped": True, "pid": started["pid"]}
-    assert not os.path.exists(client.socket_path(engine_on)) and not state_path(engine_on).exists()
+    assert not os.path.exists(resident.socket_path(engine_on)) and not state_path(engine_on).exists()
     deadline = time.monotonic() + 10
     while _alive(started["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -127,7 +127,7 @@ def test_an_idle_engine_exits(engine_on: Path, monkeypatch: pytest.MonkeyPatch) 
     deadline = time.monotonic() + 20
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(pid) and not os.path.exists(client.socket_path(engine_on))
+    assert not _alive(pid) and not os.path.exists(resident.socket_path(engine_on))
 
 
 def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path) -> None:
@@ -174,9 +174,9 @@ def test_a_first_calls_engine_starts_up_after_that_call_has_exited(engine_on: Pa
         "time.sleep(1.5)")], env=env)
     try:
         deadline = time.monotonic() + 30
-        while not os.path.exists(client.socket_path(engine_on)) and time.monotonic() < deadline:
+        while not os.path.exists(resident.socket_path(engine_on)) and time.monotonic() < deadline:
             time.sleep(0.01)
-        reply = client.ask(engine_on, {"op": "status"})
+        reply = resident.ask(engine_on, {"op": "status"})
         assert reply is not None and reply["running"] is True
         assert starter.poll() is not None
     finally:
@@ -188,12 +188,12 @@ def test_a_first_call_that_writes_nothing_leaves_no_engine_behind(engine_on: Pat
     bad = run_cli("--store", "nosuch", "recall", "x")
     assert bad.code == 1 and "store create" in bad.err
     time.sleep(0.5)
-    assert not (engine_on / client.LOG_NAME).exists() and client.connect(engine_on) is None
+    assert not (engine_on / resident.LOG_NAME).exists() and resident.connect(engine_on) is None
 
 
 def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -> None:
     run_cli("remember", "the answer", env={"MNEMON_DAEMON": "off"})
-    path = client.socket_path(engine_on)
+    path = resident.socket_path(engine_on)
     mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     mute.bind(os.fsencode(path))
     mute.listen(8)
@@ -255,7 +255,7 @@ def test_a_deep_data_dir_is_served_through_its_descriptor(tmp_path: Path, monkey
     try:
         run_cli("--data-dir", str(deep), "remember", "a deep memory")
         served_by_engine(deep)
-        assert len(os.fsencode(client.socket_path(deep))) > client.MAX_SUN_PATH
+        assert len(os.fsencode(resident.socket_path(deep))) > resident.MAX_SUN_PATH
         r = run_cli("--data-dir", str(deep), "recall", "deep")
         assert (r.code, r.err) == (0, "") and r.json()["results"][0]["content"] == "a deep memory"
         assert run_cli("--data-dir", str(deep), "daemon", "status").json()["pid"] == state(deep)["pid"]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, _alive, _engines_under, run_cli, stop_engines
-from mnemon_core import client
+from mnemon_core import client, resident
 from mnemon_core import engine as engine_mod
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
 
@@ -102,15 +102,15 @@ def shared_root() -> Iterator[Path]:
 
 
 def key() -> str:
-    return client.engine_key(os.environ)
+    return resident.engine_key(os.environ)
 
 
 def state_of(data_dir: Path) -> dict[str, Any]:
     """The engine's state, once it answers (the call that starts an engine runs in-process)."""
     deadline = time.monotonic() + 30
-    while client.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    return json.loads((data_dir / client.engine_file(key(), ".json")).read_text(encoding="utf-8"))
+    return json.loads((data_dir / resident.engine_file(key(), ".json")).read_text(encoding="utf-8"))
 
 
 def started(data_dir: Path, env: dict[str, str] | None = None) -> int:
@@ -162,7 +162,7 @@ class FakeEngine:
 
     def __init__(self, data_dir: Path, answer: Any) -> None:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.paths = [data_dir / client.engine_file(key(), ".sock"), data_dir / "engine.sock"]
+        self.paths = [data_dir / resident.engine_file(key(), ".sock"), data_dir / "engine.sock"]
         self.socks = []
         for p in self.paths:
             s = socket.socket(socket.AF_UNIX)
@@ -214,7 +214,7 @@ def test_a_listener_in_a_world_writable_data_dir_gets_nothing(shared_root: Path)
     dd = shared_root / "dd"
     dd.mkdir()
     os.chmod(dd, 0o777)  # anyone may put a socket here
-    listener = hostile([str(dd / "engine.sock"), str(dd / client.engine_file(key(), ".sock"))], [])
+    listener = hostile([str(dd / "engine.sock"), str(dd / resident.engine_file(key(), ".sock"))], [])
     try:
         r = run_cli("--data-dir", str(dd), "remember", PIN,
                     env={"MNEMON_DAEMON": "on", "MNEMON_LLM_API_KEY": SECRET})
@@ -251,7 +251,7 @@ def test_a_peer_of_another_uid_is_refused_before_a_byte_is_sent(shared_root: Pat
     dd = shared_root / "private"
     dd.mkdir(mode=0o700)
     # Root's own directory and root's own socket files, but the process listening on them runs as nobody.
-    listener = hostile([str(dd / "engine.sock"), str(dd / client.engine_file(key(), ".sock"))], [], give=False)
+    listener = hostile([str(dd / "engine.sock"), str(dd / resident.engine_file(key(), ".sock"))], [], give=False)
     try:
         r = run_cli("--data-dir", str(dd), "remember", PIN,
                     env={"MNEMON_DAEMON": "on", "MNEMON_LLM_API_KEY": SECRET})
@@ -369,7 +369,7 @@ def _engine_in_thread(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[
     t = threading.Thread(target=eng.run)
     t.start()
     deadline = time.monotonic() + 30
-    while client.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
         time.sleep(0.02)
     return eng, t
 
@@ -478,7 +478,7 @@ def test_an_embedder_that_was_down_is_asked_again_and_each_call_says_so(engine_o
 
 def test_an_engine_whose_socket_is_gone_exits(engine_on: Path) -> None:
     pid = started(engine_on)
-    os.unlink(client.socket_path(engine_on))
+    os.unlink(resident.socket_path(engine_on))
     assert wait_gone(pid)
 
 
@@ -499,7 +499,7 @@ def test_daemon_stop_stops_an_engine_started_under_another_temp_dir(tmp_path: Pa
 
 def test_daemon_start_that_cannot_start_fails(engine_on: Path) -> None:
     engine_on.mkdir(mode=0o700)
-    for name in ("engine.sock", "engine.json", client.engine_file(key(), ".sock")):
+    for name in ("engine.sock", "engine.json", resident.engine_file(key(), ".sock")):
         (engine_on / name).mkdir()
     r = run_cli("daemon", "start")
     assert r.code == 1 and r.out == "" and r.err.count("\n") == 1
@@ -510,11 +510,11 @@ def test_daemon_start_that_cannot_start_fails(engine_on: Path) -> None:
 
 
 def test_a_connection_that_never_sends_does_not_keep_the_engine_alive(engine_on: Path) -> None:
-    pid = started(engine_on, {"MNEMON_DAEMON_IDLE": "1"})
+    pid = started(engine_on, {"MNEMON_DAEMON_IDLE": "5"})
     idle = socket.socket(socket.AF_UNIX)
-    idle.connect(client.socket_path(engine_on))  # connects, never sends
+    idle.connect(resident.socket_path(engine_on))  # connects, never sends
     try:
-        assert wait_gone(pid)
+        assert wait_gone(pid, 30.0)
     finally:
         idle.close()
 
@@ -522,7 +522,7 @@ def test_a_connection_that_never_sends_does_not_keep_the_engine_alive(engine_on:
 def test_daemon_stop_answers_once_the_process_is_gone(engine_on: Path) -> None:
     pid = started(engine_on)
     idle = socket.socket(socket.AF_UNIX)
-    idle.connect(client.socket_path(engine_on))
+    idle.connect(resident.socket_path(engine_on))
     try:
         assert run_cli("daemon", "stop").json()["stopped"] is True
         assert not _alive(pid)
@@ -570,14 +570,14 @@ def test_an_output_the_terminal_cannot_encode_is_the_same_error_as_in_process(en
 
 def test_engine_files_in_the_way_are_said_not_crashed_on(engine_on: Path) -> None:
     engine_on.mkdir(mode=0o700)
-    for name in ("engine.sock", "engine.json", client.engine_file(key(), ".json")):
+    for name in ("engine.sock", "engine.json", resident.engine_file(key(), ".json")):
         (engine_on / name).mkdir()
     results = [run_cli("remember", f"note {i}") for i in range(3)]
     time.sleep(1.0)
     for r in results:
         assert r.code == 0 and r.json()["action"] == "added"
         assert "the engine cannot start" in r.err and "is in its way; remove it" in r.err
-    log = engine_on / client.LOG_NAME
+    log = engine_on / resident.LOG_NAME
     assert not log.exists() or "Traceback" not in log.read_text()
 
 

@@ -71,8 +71,10 @@ def test_file_paths() -> None:
         ("Python 2.3 and v1.2 and V3.0.1 are out; pi is 3.14.", ["Python"]),
         ("ship 1.2.0-rc.1 then 1.2.0", []),
         ("Node.js 18.2 on host 10.0.0.5", ["Node.js", "Node"]),
-        # a name with a version in it is still a path-like name
-        ("python3.11 reads config.v2.yaml and app-1.2.tar", ["python3.11", "config.v2.yaml", "app-1.2.tar"]),
+        # a file whose name holds a version is still a file; a name that ends in its version is a version
+        ("python3.11 reads config.v2.yaml and app-1.2.tar", ["config.v2.yaml", "app-1.2.tar"]),
+        ("pinned go-v0.1.15, release-2.4.0, 2.0.0rc1 and 1.x", []),
+        ("e.g. i.e. archive.7z", ["archive.7z"]),
     ],
 )
 def test_version_numbers_are_not_entities(text: str, entities: list[str]) -> None:
@@ -276,3 +278,16 @@ def test_status_ranks_no_version_or_fragment(cli, data_dir) -> None:
     top = cli("status").json()["top_entities"]
     assert top == [{"entity": "Claude", "count": 2}, {"entity": ".vscode/settings.json", "count": 1},
                    {"entity": "Python", "count": 1}]
+
+
+@pytest.mark.parametrize(
+    ("text", "entities"),
+    [
+        ("Deploy at 09:00 UTC; the PR raises the cache to 512 MB", []),
+        ("Backups at 02:00 GMT, 3 GB each, ETA Friday, TODO: check the WIP branch", []),
+        ("The API and CLI run on AWS and GCP", ["API", "CLI", "AWS", "GCP"]),  # acronyms that name things stay
+    ],
+)
+def test_time_zones_units_and_workflow_words_are_not_entities(text: str, entities: list[str]) -> None:
+    assert extract_entities(text) == entities
+    assert query_entities(text, {"UTC", "PR"}) == entities  # nor through the known-entity path of an old store

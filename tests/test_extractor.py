@@ -84,10 +84,12 @@ def test_good_structured_answer_gives_the_exact_draft():
         "schema_version": "1",
         "source": "chat-export",
         "insights": [
-            # created_at from the message that says most of it (the model gave none)
-            {**QDRANT, "tags": ["vector-db", "search"], "created_at": "2024-03-15T09:35:00Z"},
-            LATENCY,
-            {**TERSE, "created_at": "2024-03-16T09:06:40Z"},
+            # created_at from the message that says most of it (the model gave none); session = the source
+            # conversation, so import links the insights of one conversation and nothing across them
+            {**QDRANT, "tags": ["vector-db", "search"], "created_at": "2024-03-15T09:35:00Z",
+             "session": "Vector DB for the search service"},
+            {**LATENCY, "session": "Vector DB for the search service"},
+            {**TERSE, "created_at": "2024-03-16T09:06:40Z", "session": "API response style"},
         ],
         "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
                    "reason": "the choice made the latency possible"}],
@@ -632,7 +634,7 @@ def test_cli_without_openai_names_the_extra(tmp_path: Path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1
-    assert p.stderr == "Error: openai is not installed: pip install 'mnemon[openai]'\n"
+    assert p.stderr == "Error: openai is not installed: pip install 'mnemon-core[openai]'\n"
 
 
 def test_cli_without_a_key_fails_before_reading_the_file_or_importing_openai(tmp_path: Path):

@@ -212,7 +212,7 @@ MALFORMED = [
     (top(schema_version="2"), 'schema_version: must be "1", got "2"'),
     (top(schema_version=1), 'schema_version: must be "1", got 1'),
     (top(schema_version=...), "schema_version: required"),
-    (top(insights=[]), "insights: at least one insight is required"),
+    (top(insights=[]), "insights: empty draft: at least one insight is required"),
     (top(insights=...), "insights: required"),
     (top(insights={"content": "x"}), "insights: must be an array"),
     (top(source=7), "source: source must be a string"),
@@ -484,19 +484,19 @@ def steps(*ids: str) -> set[tuple[str, str, str]]:
 def test_backbone_rebuilt_through_imported_items(mem: Memory) -> None:
     at = lambda h: f"2024-05-01T{h:02d}:00:00Z"
     first = mem.import_draft({"schema_version": "1", "source": "log", "insights": [
-        {"content": "ten o'clock standup", "created_at": at(10)},
-        {"content": "noon lunch", "created_at": at(12)},
-        {"content": "other source note", "source": "elsewhere", "created_at": at(11)},
+        {"content": "ten o'clock standup", "created_at": at(10), "session": "day"},
+        {"content": "noon lunch", "created_at": at(12), "session": "day"},
+        {"content": "other source note", "source": "elsewhere", "created_at": at(11), "session": "day"},
     ]})
     e10, e12, other = (x.id for x in first.results)
     assert backbone(mem) == {(e10, e12, "precedes"), (e12, e10, "succeeds")}
-    # The draft's order is a conversation too; e10 → e12 is the backbone already (kept as it is).
+    # One session's order is a conversation too; e10 → e12 is the backbone already (kept as it is).
     assert temporal(mem, "conversation") == steps(e12, other)
     # Two imported items land between the existing ones (out of order in the draft), one after them.
     second = mem.import_draft({"schema_version": "1", "source": "log", "insights": [
-        {"content": "half past eleven review", "created_at": "2024-05-01T11:30:00Z"},
-        {"content": "eleven o'clock design", "created_at": at(11)},
-        {"content": "one o'clock call", "created_at": at(13)},
+        {"content": "half past eleven review", "created_at": "2024-05-01T11:30:00Z", "session": "day"},
+        {"content": "eleven o'clock design", "created_at": at(11), "session": "day"},
+        {"content": "one o'clock call", "created_at": at(13), "session": "day"},
     ]})
     n1130, n11, n13 = (x.id for x in second.results)
     chain = [e10, n11, n1130, e12, n13]

@@ -400,7 +400,7 @@ def test_missing_sdk_names_the_extra(tmp_path: Path, cli: Any) -> None:
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'mcp'\", name='mcp')\n")
     r = cli("mcp", "serve", env={"PYTHONPATH": os.pathsep.join([str(shim.parent), str(ROOT)])})
-    assert (r.code, r.out, r.err) == (1, "", "Error: mcp is not installed: pip install 'mnemon[mcp]'\n")
+    assert (r.code, r.out, r.err) == (1, "", "Error: mcp is not installed: pip install 'mnemon-core[mcp]'\n")
 
 
 def test_a_broken_sdk_is_not_reported_as_missing(tmp_path: Path, cli: Any) -> None:
@@ -410,7 +410,7 @@ def test_a_broken_sdk_is_not_reported_as_missing(tmp_path: Path, cli: Any) -> No
     r = cli("mcp", "serve", env={"PYTHONPATH": os.pathsep.join([str(shim.parent), str(ROOT)])})
     assert (r.code, r.out) == (1, "")
     assert r.err == ("Error: the mcp package does not import (cannot import name 'x' from 'pydantic'); "
-                     "pip install -U 'mnemon[mcp]'\n")
+                     "pip install -U 'mnemon-core[mcp]'\n")
 
 
 def test_mcp_without_subcommand_is_a_usage_error(cli: Any) -> None:

@@ -122,7 +122,7 @@ def extras_of(target: str) -> set[str]:
         assert name in EXTRAS, f"no extra [{name}] in pyproject.toml"
         out.add(name)
         for req in EXTRAS[name]:
-            nested = re.fullmatch(r"mnemon\[([\w,]+)\]", req)
+            nested = re.fullmatch(r"mnemon-core\[([\w,]+)\]", req)
             if nested:
                 todo.extend(nested.group(1).split(","))
     return out
@@ -135,7 +135,7 @@ def distributions(extras: set[str]) -> set[str]:
 
 def test_readme_pip_lines_name_existing_extras() -> None:
     targets = [t for code in blocks("bash", "pip install") for t in pip_targets(code)]
-    assert targets == [".", ".[test,all]", "mnemon[langchain]", "mnemon[llamaindex]"]
+    assert targets == [".", ".[test,all]", "mnemon-core[langchain]", "mnemon-core[llamaindex]"]
     for t in targets:
         extras_of(t)
 
@@ -146,7 +146,7 @@ OWN = {"mnemon_core", "mnemon_extractor", "langchain_mnemon", "llama_index_mnemo
 
 @pytest.mark.parametrize("script", COOKBOOK, ids=lambda p: p.name)
 def test_each_cookbook_install_line_brings_what_the_script_imports(script: Path) -> None:
-    """`pip install "mnemon[langchain]"` was not enough for langgraph_agent.py: it imports `langchain`."""
+    """`pip install "mnemon-core[langchain]"` was not enough for langgraph_agent.py: it imports `langchain`."""
     text = script.read_text(encoding="utf-8")
     (target,) = pip_targets(text)
     allowed = distributions(extras_of(target))

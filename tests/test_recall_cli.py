@@ -40,9 +40,10 @@ def test_default_output_is_the_library_result(cli, seeded):
     assert list(data["results"][0]) == [
         "id", "content", "category", "importance", "intent", "matched_via", "confidence", "score",
     ]
-    # WHY order: the cause (auto-detected causal edge cause → decision) comes before the decision.
+    # The automatic causal edge (cause → decision, keyword + overlap) orders nothing (its measured precision:
+    # benchmarks/causal_precision.py): the decision, the best match, stays first; a stated link would order it.
     order = [h["id"] for h in data["results"]]
-    assert order.index(seeded["cause"]) < order.index(seeded["decision"])
+    assert order[0] == seeded["decision"] and data["results"][0]["confidence"] == "high"
 
 
 def test_verbose_shows_signals_and_meta_with_the_intent_source(cli, seeded):

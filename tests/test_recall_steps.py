@@ -12,9 +12,10 @@ import pytest
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
 from mnemon_core.recall.anchors import Anchor, fuse, rrf, top_ranked, vector_ranking
-from mnemon_core.recall.config import HYBRID, SPEC, RecallConfig, RerankWeights
+from mnemon_core.recall.config import SPEC, RecallConfig, RerankWeights
 from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
 from mnemon_core.recall.rerank import Scored, top_arrays, why_order
+from mnemon_core.recall.results import confidence, excerpt, round_score
 from mnemon_core.recall.traverse import Edges, beam_search_arrays
 from reference_engine import beam_search, graph_scores, rank, rerank
 
@@ -211,14 +212,14 @@ def test_why_order_appends_cycles_in_rank_order():
 
 
 def test_round_score_half_away_from_zero_and_confidence_from_the_rounded_score():
-    assert output.round_score(0.0005) == 0.001
-    assert output.round_score(0.0004) == 0.0
-    assert output.round_score(0.92857) == 0.929
-    assert output.round_score(-0.0005) == -0.001
-    assert output.confidence(output.round_score(0.2496)) == "medium"  # 0.2496 rounds to 0.25
-    assert output.confidence(0.249) == "low"
-    assert output.confidence(0.599) == "medium"
-    assert output.confidence(0.6) == "high"
+    assert round_score(0.0005) == 0.001
+    assert round_score(0.0004) == 0.0
+    assert round_score(0.92857) == 0.929
+    assert round_score(-0.0005) == -0.001
+    assert confidence(round_score(0.2496)) == "medium"  # 0.2496 rounds to 0.25
+    assert confidence(0.249) == "low"
+    assert confidence(0.599) == "medium"
+    assert confidence(0.6) == "high"
 
 
 def _hits(n: int, keyword: float = 0.5, similarity: float = 0.0) -> list[Scored]:
@@ -233,23 +234,18 @@ def test_hint_is_sparse_below_half_the_limit_integer_division():
     assert output.hint(_hits(1), 1) == ""
 
 
-def test_evidence_rule_no_match_hint_and_low_confidence():
-    unmatched = _hits(6, keyword=0.0, similarity=0.49)
-    assert output.hint(unmatched, 10, HYBRID) == "no_match"  # nothing shares a word, entity or meaning
-    assert output.hint(unmatched, 10, SPEC) == ""  # the spec only counts results
-    assert output.hint(unmatched[:5] + _hits(1, keyword=0.0, similarity=0.5), 10, HYBRID) == ""
-    assert output.hint(_hits(0), 10, HYBRID) == "sparse_results"
-    assert output.confidence(0.9, unmatched[0], evidence=True) == "low"
-    assert output.confidence(0.9, unmatched[0], evidence=False) == "high"
-    assert output.confidence(0.9, _hits(1)[0], evidence=True) == "high"
+def test_the_hint_is_the_specs_for_every_recipe() -> None:
+    assert output.hint(_hits(4, keyword=0.0), 10) == "sparse_results"  # 4 < 10 // 2, whether or not they matched
+    assert output.hint(_hits(1, keyword=0.0), 10) == "sparse_results"
+    assert output.hint(_hits(6, keyword=0.0), 10) == ""
 
 
 def test_excerpt_collapses_whitespace_and_cuts_with_an_ellipsis():
-    assert output.excerpt("a  b\n\tc", 240) == "a b c"
-    assert output.excerpt("abcdefghij", 10) == "abcdefghij"
-    assert output.excerpt("abcdefghijk", 10) == "abcdefghi…"
-    assert output.excerpt("abcd efghijk", 6) == "abcd…"  # trailing space trimmed before the ellipsis
-    assert output.excerpt("数据库备份每天运行", 4) == "数据库…"
+    assert excerpt("a  b\n\tc", 240) == "a b c"
+    assert excerpt("abcdefghij", 10) == "abcdefghij"
+    assert excerpt("abcdefghijk", 10) == "abcdefghi…"
+    assert excerpt("abcd efghijk", 6) == "abcd…"  # trailing space trimmed before the ellipsis
+    assert excerpt("数据库备份每天运行", 4) == "数据库…"
 
 
 # ---------------------------------------------------------------- the array engine = the reference

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import BACKENDS, checked_backend
 from mnemon_core.lifecycle import IMMUNE_ACCESS, IMMUNE_IMPORTANCE
 from mnemon_core.models import Edge, Insight, OplogEntry
 from mnemon_core.store import base, catalog, open_store
@@ -48,6 +49,12 @@ def edge(s: str, t: str, typ: str, w: float, meta: dict[str, str] | None = None)
 
 def keys(edges: list[Edge]) -> list[tuple[str, str, str]]:
     return [(e.source_id, e.target_id, str(e.edge_type)) for e in edges]
+
+
+@pytest.fixture(params=[*BACKENDS, "milvus"])
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """Every backend, and SQLite with its vectors in Milvus (`store/milvus.py`)."""
+    return checked_backend(request.param)
 
 
 @pytest.fixture
@@ -101,9 +108,9 @@ def test_claim_request_records_an_id_once_and_rolls_back_with_its_transaction(st
 def test_replaced_says_whether_the_opened_database_is_still_the_settings_one(store: Store, store_backend: str,
                                                                            mem) -> None:
     assert store.replaced() is False
-    if store_backend != "sqlite":
+    if store_backend == "postgres":
         return  # a server's database stays the one connected to
-    path = Path(mem.settings.db_path)
+    path = Path(store.path if store_backend == "kuzu" else mem.settings.db_path)  # type: ignore[attr-defined]
     backup = path.with_name("backup.db")
     backup.write_bytes(path.read_bytes())
     backup.replace(path)  # a restore over the file
@@ -114,8 +121,10 @@ def test_replaced_says_whether_the_opened_database_is_still_the_settings_one(sto
 
 
 def test_lifecycle(store: Store, store_backend: str, mem) -> None:
-    if store_backend == "sqlite":
+    if store_backend in ("sqlite", "milvus"):
         assert store.location == str(mem.settings.db_path)
+    elif store_backend == "kuzu":
+        assert store.location == f"{mem.settings.database_url} (store {mem.settings.store})"
     else:  # the URL without its password, and the store
         assert store.location.endswith(f"(store {mem.settings.store})") and "postgresql://" in store.location
     with store.transaction():
@@ -328,16 +337,24 @@ def test_ann_index_serves_from_the_threshold(
     filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Above `ANN_MIN_ROWS` a backend with an index hands it out; it answers as the exact scan on three rows.
-    SQLite keeps its index in a usearch file (built by `maintain_vector_index`), Postgres in an HNSW index."""
+    SQLite keeps its index in a usearch file (built by `maintain_vector_index`), Postgres in an HNSW index, Kùzu
+    in its HNSW index over a node type `maintain_vector_index` fills, which follows every write from then on."""
     s = filled
     monkeypatch.setattr(base, "ANN_MIN_ROWS", 2)
-    if store_backend == "sqlite":
-        pytest.importorskip("usearch")
+    if store_backend in ("sqlite", "kuzu"):
+        if store_backend == "sqlite":
+            pytest.importorskip("usearch")
         assert s.ann_index("m4", 4) is None  # no file yet
         assert s.maintain_vector_index("m4", 4) == 3
+        if store_backend == "kuzu":
+            assert s.maintain_vector_index("m4", 4) == 0  # built: it follows every write
+            s.set_vector("d", np.array([0, 0, 1, 0], dtype=np.float32), "m4")  # joins it (of model "other" before)
+            assert s.ann_index("m4", 4).search(np.array([0, 0, 1, 0], dtype=np.float32), 1)[1].tolist() == [1.0]
+            s.soft_delete(["d"], T2)  # and leaves it
     else:
         assert s.maintain_vector_index("m4", 4) == 0  # the index follows every write
-        s._exec("ANALYZE {s}.vectors")  # type: ignore[attr-defined]  # its size comes from the statistics
+        if store_backend == "postgres":
+            s._exec("ANALYZE {s}.vectors")  # type: ignore[attr-defined]  # its size comes from the statistics
     index = s.ann_index("m4", 4)
     assert index is not None and index.stale() is False
     found, cos = index.search(np.array([1, 0, 0, 0], dtype=np.float32), 2)
@@ -398,6 +415,44 @@ def test_recall_reads(filled: Store) -> None:
     # a store that journals its own commits names what they touched; one that does not says it cannot tell
     assert s.graph_changes(before, s.graph_version()) in (None, {"b", "c", "f"})
     assert s.graph_changes(object(), s.graph_version()) is None
+
+
+def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The change log names what each commit touched (any process); the index file (beside the database, or
+    beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
+    from mnemon_core.store import gindex
+
+    s = filled
+    before = s.graph_version()
+    s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
+    after = s.graph_version()
+    assert after != before and [e.weight for e in s.edges_among(["b", "c"], "causal")] == [0.4]
+    s.upsert_edges([])
+    assert s.graph_version() == after
+    rows = {r.id: r for r in s.index_rows()}
+    assert sorted(rows) == ["a", "b", "c", "d"]
+    a = rows["a"]
+    assert (a.importance, a.created_at, a.category, a.source, sorted(a.tokens), a.entities) == (
+        4, T0, "decision", "agent1", sorted(ROWS[0][8]), ["redis"])
+    assert a.terms == terms(document(ROWS[0][1], ROWS[0][4], ROWS[0][5]))
+    assert [r.id for r in s.index_rows(["c", "e", "zz", "c"])] == ["c"]
+    assert s.graph_changes_since(before[0], after[0]) == {"b", "c", "d"}
+    assert s.graph_changes_since(after[0], after[0]) == set()
+    assert s.graph_changes_since(after[0], before[0]) is None  # backwards: nothing can say
+    assert s.graph_index() is None and s.graph_index_state() is None
+    monkeypatch.setattr(gindex, "MIN_ROWS", 100)
+    assert s.maintain_graph_index() == 0  # four insights: no file
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    assert s.maintain_graph_index() > 0
+    gx = s.graph_index()
+    assert gx is not None and s.graph_index_state() is gx
+    assert (gx.n, gx.counter, [i.decode() for i in gx.ids]) == (4, after[0], ["a", "b", "c", "d"])
+    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) == 0  # not behind
+    s.upsert_edge(edge("a", "d", "semantic", 0.6))
+    assert s.graph_changes_since(gx.counter, s.graph_version()[0]) == {"a", "d"}
+    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) > 0
+    assert s.graph_index() is not gx and s.graph_index().counter == s.graph_version()[0]
+    assert s.graph_changes_since(gx.counter, s.graph_version()[0]) is None  # the log was folded past it
 
 
 # ---------------------------------------------------------------------------------------------- oplog, dump
@@ -461,6 +516,25 @@ def test_bulk_load_copies_what_dump_gives(filled: Store, pg_url: str) -> None:
         drop_store(pg_url, name)
 
 
+def test_bulk_load_into_kuzu_copies_what_dump_gives(filled: Store, tmp_path: Path) -> None:
+    """`BulkLoad` on Kùzu (`mnemon migrate --to kuzu:///…`) from each backend's `Dump`: read back the same, and
+    the copy ranks as its source."""
+    pytest.importorskip("kuzu")
+    from mnemon_core.store.kuzu import KuzuStore
+
+    target = KuzuStore(tmp_path / "copy.kuzu")
+    try:
+        target.load(filled.dump_insights(), filled.iter_edges(), filled.dump_oplog(), filled.dump_tails())
+        assert dumped(target) == dumped(filled)
+        assert (target.count_active(), target.count_deleted()) == (4, 1)
+        assert target.term_scores(stem("redis")) == filled.term_scores(stem("redis"))
+        assert target.vector_matrix("m4", 4)[0] == ["a", "b", "c"]
+        target.log("after", None, "", T2)  # ids go on after the copied ones
+        assert [o.id for o in target.read_log(3)][0] > max(o.id for o in filled.read_log(10))
+    finally:
+        target.close()
+
+
 # ---------------------------------------------------------------------------------------------- catalog
 
 
@@ -494,10 +568,14 @@ def test_this_file_calls_every_protocol_method() -> None:
     assert declared - called == set()
 
 
-@pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore")])
+@pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore"),
+                                         ("kuzu", "KuzuStore")])
 def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
-    """Every public method of a backend is one the protocols declare (`load` on Postgres, a migration target)."""
+    """Every public method of a backend is one the protocols declare (`load` on the migration targets)."""
     import importlib
+
+    if module == "kuzu":
+        pytest.importorskip("kuzu")
 
     store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)
     public = {n for n, v in inspect.getmembers(store_cls, inspect.isfunction) if not n.startswith("_")}

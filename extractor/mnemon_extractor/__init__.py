@@ -1,4 +1,4 @@
-"""mnemon_extractor: what an LLM adds to mnemon's deterministic engine (extra `mnemon[openai]`).
+"""mnemon_extractor: what an LLM adds to mnemon's deterministic engine (extra `mnemon-core[openai]`).
 
 - `Extractor(...).extract(path) -> ImportDraft`: chat export → memory draft (schema v1).
 - `LinkJudge(memory, ...).judge(result_or_id) -> JudgeResult`: decides which candidates of a new insight

@@ -42,7 +42,7 @@ from mnemon_core.errors import ValidationError
 from mnemon_core.progress import progress_bar
 from mnemon_core.text import jaccard, token_set
 from mnemon_core.timeutil import parse as parse_time
-from mnemon_core.write.constants import MAX_ENTITIES, MAX_TAGS, NEGATION_PHRASES
+from mnemon_core.write.constants import MAX_ENTITIES, MAX_SESSION_BYTES, MAX_TAGS, NEGATION_PHRASES
 
 from .chunking import (
     DEFAULT_CHUNK_TOKENS,
@@ -577,8 +577,10 @@ class Extractor:
         run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
                         for kind, rule, item, detail in value.dropped]
         local: list[int] = []
+        # The source conversation is the insights' session: import links consecutive ones of it, nothing else.
+        session = chunk.conversation.encode(errors="ignore")[:MAX_SESSION_BYTES].decode(errors="ignore") or None
         for ins in value.insights:
-            ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk)}
+            ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk), "session": session}
             local.append(collected.add(ins))
 
         def glob(v: int) -> int:

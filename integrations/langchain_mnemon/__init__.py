@@ -4,7 +4,7 @@
 from mnemon_core import Memory
 from langchain_mnemon import MnemonRetriever, MnemonMemory, MnemonStore, create_mnemon_tools
 ```
-Install with `pip install "mnemon[langchain]"`. Each class is a thin face over `Memory` / `AsyncMemory`.
+Install with `pip install "mnemon-core[langchain]"`. Each class is a thin face over `Memory` / `AsyncMemory`.
 Names load on first use, so the retriever works without langgraph installed.
 """
 

@@ -18,7 +18,6 @@ from mnemon_core import AsyncMemory, Memory, MnemonError
 from mnemon_core.faces import open_memory
 from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, LINK_WEIGHT, MAX_RESULTS, literal
 from mnemon_core.models import Category, EdgeType, Intent
-from mnemon_core.recall import output
 
 # The choices and limits are the engine's (mnemon_core.inputs); the descriptions are written for the model.
 CategoryName = literal(Category)
@@ -115,11 +114,11 @@ def create_mnemon_tools(
         )
 
     async def arecall(**a: Any) -> Any:
-        return output.compact(await amem.retrieve(**a))  # the CLI's default shape, as the sync tool gives
+        return (await amem.retrieve(**a)).compact()  # the CLI's default shape, as the sync tool gives
 
     return [
         tool("remember", REMEMBER_DOC, RememberArgs,
              lambda **a: mem.remember(**a, source=source), lambda **a: amem.remember(**a, source=source)),
-        tool("recall", RECALL_DOC, RecallArgs, lambda **a: output.compact(mem.retrieve(**a)), arecall),
+        tool("recall", RECALL_DOC, RecallArgs, lambda **a: mem.retrieve(**a).compact(), arecall),
         tool("link", LINK_DOC, LinkArgs, mem.link, amem.link),
     ]

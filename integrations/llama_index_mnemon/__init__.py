@@ -4,7 +4,7 @@
 from mnemon_core import Memory
 from llama_index_mnemon import MnemonRetriever, MnemonMemoryBlock
 ```
-Install with `pip install "mnemon[llamaindex]"`. Each class is a thin face over `Memory` / `AsyncMemory`.
+Install with `pip install "mnemon-core[llamaindex]"`. Each class is a thin face over `Memory` / `AsyncMemory`.
 """
 
 from __future__ import annotations

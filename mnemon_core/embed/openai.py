@@ -1,6 +1,6 @@
 """`openai`: any OpenAI-compatible embeddings endpoint (OpenAI, vLLM, SiliconFlow, Voyage, oMLX, Ollama's /v1 …).
 
-Embeddings go through the official `openai` client (the `mnemon[openai]` extra, imported on first use) with
+Embeddings go through the official `openai` client (the `mnemon-core[openai]` extra, imported on first use) with
 `base_url = <endpoint>` → POST `<endpoint>/embeddings`, `dimensions` passed through when configured, floats
 requested explicitly (some compatible servers reject base64). Health (reference §7): GET `<endpoint>/models`
 answers 2xx within 2 s; a server without that route (404/405/501) gets one real embedding probe instead.

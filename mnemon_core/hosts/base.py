@@ -1,11 +1,13 @@
 """What a host target is, and installing into / ejecting from one config directory.
 
-A target owns, under its config directory (`.claude/`, `~/.codex/`, ...):
-  skills/mnemon/SKILL.md               the skill
+A target owns, under its config directory (`.claude/`, `~/.codex/`, `~/.hermes/`, ...):
+  skills/mnemon/SKILL.md               the skill, its commands naming the mnemon the hooks run
   skills/mnemon/.mnemon-setup.json     what setup created there that was not there before (directories,
                                        the settings file), so eject removes those and nothing older
-  hooks/mnemon/<phase>.sh              one script per hook: `exec <mnemon> hook <phase> --host <host>`
-  entries in its settings file         whose command runs one of those scripts (settings.py)
+  <hooks>/mnemon/<phase>.sh            one script per hook: `exec <mnemon> hook <phase> --host <host>`
+  entries in its settings file         whose command runs one of those scripts (settings.py, yamlhooks.py)
+  or, for a host that loads plugins instead of running commands, the plugin's files (plugins.py), which
+  call `mnemon hook <phase> --host <host>` the same way.
 Each file setup writes carries MARKER; a file without it at one of those paths is someone else's and is
 never overwritten or deleted. Every change is planned (and every error raised) before anything is written.
 """
@@ -24,12 +26,15 @@ from typing import Any
 from ..errors import ValidationError
 from . import settings as hooks_file
 from .jsonc import Document, write_atomic
-from .prompts import SKILL
+from .prompts import SKILL, name_executable
+from .yamlhooks import Config as YamlConfig
 
 MARKER = "written by mnemon setup"
 MANIFEST = ".mnemon-setup.json"
 # Optional phases and whether they are on unless the user says otherwise; prime is always installed.
 OPTIONAL_DEFAULTS = {"remind": True, "nudge": True, "compact": False}
+# A plugin file: its text, given the command the hooks run (the executable and its options) and the phases.
+Render = Callable[[list[str], list[str]], str]
 
 
 @dataclass(frozen=True)
@@ -47,15 +52,20 @@ class Target:
     local_dir: str  # relative to the project (cwd)
     global_dir: Callable[[], Path]
     settings_file: str | None = None
-    layout: hooks_file.Layout = "grouped"
+    layout: hooks_file.Layout | str = "grouped"  # "grouped" or "flat" JSON (settings.py), "yaml" (yamlhooks.py)
     phases: tuple[Phase, ...] = ()
     always: frozenset[str] = frozenset({"prime"})  # phases installed whatever the selection
     root_defaults: Mapping[str, Any] = field(default_factory=dict)  # top-level members the file needs
     project_prefix: str | None = None  # how a project install's command starts (else absolute paths)
     note: str = ""  # what to do after setup
+    hooks_dir: str = "hooks"  # the scripts go to <config dir>/<hooks_dir>/mnemon/
+    fixed: bool = False  # the host reads one directory only: it is used with or without --global
+    plugin: Mapping[str, Render] = field(default_factory=dict)  # path under the config dir -> its text
+    check: Mapping[str, Any] = field(default_factory=dict)  # the payload of setup's trial run of prime
+    advice: Callable[[Path], list[str]] | None = None  # notes on the host's own config after an install
 
     def config_dir(self, is_global: bool) -> Path:
-        return self.global_dir() if is_global else Path.cwd() / self.local_dir
+        return self.global_dir() if is_global or self.fixed else Path.cwd() / self.local_dir
 
     def detected(self) -> bool:
         return shutil.which(self.binary) is not None or self.global_dir().is_dir()
@@ -63,22 +73,12 @@ class Target:
     def chosen_phases(self, selection: Mapping[str, bool]) -> list[Phase]:
         return [p for p in self.phases if p.name in self.always or selection.get(p.name, False)]
 
+    def scripts_dir(self, cfg: Path) -> Path:
+        return cfg / self.hooks_dir / "mnemon"
+
 
 def home() -> Path:
     return Path(os.environ.get("HOME") or os.path.expanduser("~"))
-
-
-def cli_command() -> list[str]:
-    """The mnemon that runs now, by absolute path: the hooks run it whatever PATH the host has."""
-    import sys
-
-    exe = sys.argv[0] if sys.argv else ""
-    if exe and os.path.basename(exe) != "__main__.py" and os.path.isfile(exe) and os.access(exe, os.X_OK):
-        return [os.path.abspath(exe)]
-    found = shutil.which("mnemon")
-    if found:
-        return [os.path.abspath(found)]
-    return [sys.executable, "-m", "mnemon_core"]  # `python -m mnemon_core` with no entry point installed
 
 
 def script_text(cli: list[str], phase: str, host: str, options: list[str]) -> str:
@@ -86,7 +86,11 @@ def script_text(cli: list[str], phase: str, host: str, options: list[str]) -> st
     return f"#!/bin/sh\nexec {line}  # {MARKER}\n"
 
 
-def _is_ours(path: Path) -> bool:
+def skill_text(command: list[str]) -> str:
+    return name_executable(SKILL, command)
+
+
+def is_ours(path: Path) -> bool:
     try:
         return MARKER in path.read_text(encoding="utf-8")
     except (UnicodeDecodeError, IsADirectoryError):
@@ -104,6 +108,7 @@ class Plan:
     settings: tuple[Path, str | None] | None = None  # new text, or None: delete the file
     rmdirs: list[Path] = field(default_factory=list)  # removed when empty, in this order
     report: list[str] = field(default_factory=list)
+    hooks: int = 0  # entries of ours in the settings file after the install
 
     def apply(self) -> None:
         for path, text, mode in self.write:
@@ -124,16 +129,12 @@ class Plan:
                 pass
 
 
-def _skill_dir(cfg: Path) -> Path:
+def skill_dir(cfg: Path) -> Path:
     return cfg / "skills" / "mnemon"
 
 
-def _hooks_dir(cfg: Path) -> Path:
-    return cfg / "hooks" / "mnemon"
-
-
 def _manifest(cfg: Path) -> list[str]:
-    path = _skill_dir(cfg) / MANIFEST
+    path = skill_dir(cfg) / MANIFEST
     try:
         created = json.loads(path.read_text(encoding="utf-8")).get("created", [])
     except (FileNotFoundError, json.JSONDecodeError, AttributeError):
@@ -142,51 +143,108 @@ def _manifest(cfg: Path) -> list[str]:
 
 
 def _refuse_foreign(path: Path) -> None:
-    if path.exists() and not _is_ours(path):
+    if path.exists() and not is_ours(path):
         raise ValidationError(f"{path} exists and was not {MARKER}; move it away and run setup again",
                               field="target")
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+    """The file's text as it is: bytes decoded, CRLF line ends kept (text mode would turn them into LF)."""
+    return path.read_bytes().decode("utf-8") if path.exists() else ""
+
+
+def _missing_dirs(cfg: Path, path: Path) -> set[str]:
+    """The directories from `cfg` down to `path`'s that do not exist yet (relative to cfg; "." is cfg)."""
+    out, d = set(), path.parent
+    while True:
+        if not d.exists():
+            out.add(str(d.relative_to(cfg)) if d != cfg else ".")
+        if d == cfg or cfg not in d.parents:
+            return out
+        d = d.parent
+
+
+# ---------------------------------------------------------------- the settings file, JSON or YAML
+
+
+def _install_entries(target: Target, text: str, name: str, entries: dict[str, list[dict[str, Any]]]) -> str:
+    """The settings text with our old entries out and `entries` in."""
+    if target.layout == "yaml":
+        config = YamlConfig(text, name)
+        config.strip()
+        config.add(entries)
+        return config.text
+    doc = Document(text, name)
+    hooks_file.strip(doc, target.layout)  # type: ignore[arg-type]
+    hooks_file.add(doc, target.layout, entries, dict(target.root_defaults))  # type: ignore[arg-type]
+    return doc.text
+
+
+def _eject_entries(target: Target, text: str, name: str) -> tuple[str, int, bool]:
+    """(the text without our entries, how many went, whether nothing else is left in it)."""
+    if target.layout == "yaml":
+        config = YamlConfig(text, name)
+        n = config.strip()
+        return config.text, n, not config.text.strip()
+    doc = Document(text, name)
+    n = hooks_file.strip(doc, target.layout)  # type: ignore[arg-type]
+    return doc.text, n, hooks_file.is_empty(doc, dict(target.root_defaults))
+
+
+def _ours_in(target: Target, text: str, name: str) -> int:
+    if target.layout == "yaml":
+        return YamlConfig(text, name).ours()
+    return hooks_file.ours_in(Document(text, name), target.layout)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- install and eject
 
 
 def plan_install(target: Target, cfg: Path, selection: Mapping[str, bool], cli: list[str],
                  options: list[str], is_global: bool) -> Plan:
     plan = Plan(target, cfg)
-    skill = _skill_dir(cfg) / "SKILL.md"
+    command = [*cli, *options]
+    skill = skill_dir(cfg) / "SKILL.md"
     _refuse_foreign(skill)
-    created = set(_manifest(cfg))
-    for rel in (".", "skills", "hooks") if target.phases else (".", "skills"):
-        if not (cfg / rel).exists():
-            created.add(rel)
+    plan.write.append((skill, skill_text(command), 0o644))
     phases = target.chosen_phases(selection)
     entries: dict[str, list[dict[str, Any]]] = {}
-    for phase in target.phases:
-        script = _hooks_dir(cfg) / hooks_file.SCRIPTS[phase.name]
+    for phase in target.phases if not target.plugin else ():
+        script = target.scripts_dir(cfg) / hooks_file.SCRIPTS[phase.name]
         _refuse_foreign(script)
         if phase not in phases:
-            if script.exists():
+            if script.exists() and script not in plan.delete:
                 plan.delete.append(script)  # a phase turned off since the last install
             continue
-        plan.write.append((script, script_text(cli, phase.name, target.name, options), 0o755))
+        if all(script != p for p, _, _ in plan.write):
+            plan.write.append((script, script_text(cli, phase.name, target.name, options), 0o755))
         entries.setdefault(phase.event, []).append(_entry(target, cfg, phase, script, is_global))
+    names = [p.name for p in phases]
+    for rel, render in target.plugin.items():
+        _refuse_foreign(cfg / rel)
+        plan.write.append((cfg / rel, render(command, list(dict.fromkeys(names))), 0o644))
+    created = set(_manifest(cfg))
+    for path, _, _ in plan.write:
+        created |= _missing_dirs(cfg, path)
     if target.settings_file:
         path = cfg / target.settings_file
-        doc = Document(_read(path), str(path))
-        hooks_file.strip(doc, target.layout)
-        hooks_file.add(doc, target.layout, entries, dict(target.root_defaults))
+        text = _install_entries(target, _read(path), str(path), entries)
         if not path.exists():
             created.add(target.settings_file)
-        plan.settings = (path, doc.text)
-        plan.report.append(f"  settings  {path}")
-    plan.write.insert(0, (skill, SKILL, 0o644))
+            created |= _missing_dirs(cfg, path)
+        plan.settings = (path, text)
+        plan.hooks = _ours_in(target, text, str(path))
     manifest = json.dumps({"created": sorted(created)}, indent=2) + "\n"
-    plan.write.append((_skill_dir(cfg) / MANIFEST, manifest, 0o644))
-    plan.report[:0] = [f"  skill     {skill}"]
-    if phases:
-        names = ", ".join(p.name for p in phases)
-        plan.report.insert(1, f"  hooks     {_hooks_dir(cfg)}/ ({names})")
+    plan.write.append((skill_dir(cfg) / MANIFEST, manifest, 0o644))
+    plan.report.append(f"  skill     {skill}")
+    if target.plugin:
+        shown = ", ".join(dict.fromkeys(names))
+        plan.report += [f"  plugin    {cfg / rel}" + (f" ({shown})" if i == 0 else "")
+                        for i, rel in enumerate(target.plugin)]
+    elif phases:
+        plan.report.append(f"  hooks     {target.scripts_dir(cfg)}/ ({', '.join(dict.fromkeys(names))})")
+    if plan.settings:
+        plan.report.append(f"  settings  {plan.settings[0]}")
     return plan
 
 
@@ -198,7 +256,7 @@ def _entry(target: Target, cfg: Path, phase: Phase, script: Path, is_global: boo
         command = f"{target.project_prefix}{shlex.quote(str(script.relative_to(Path.cwd())))}"
     else:
         command = shlex.quote(str(script.absolute()))
-    if target.layout == "flat":
+    if target.layout in ("flat", "yaml"):
         return {"command": command, **phase.fields}
     hook = {"type": "command", "command": command}
     fields = dict(phase.fields)
@@ -214,14 +272,19 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
+def _our_files(target: Target, cfg: Path) -> list[Path]:
+    scripts = [target.scripts_dir(cfg) / s for s in dict.fromkeys(hooks_file.SCRIPTS.values())]
+    return [skill_dir(cfg) / "SKILL.md", *(cfg / rel for rel in target.plugin), *scripts]
+
+
 def installed(target: Target, cfg: Path) -> bool:
-    """Whether anything of ours is there: the skill, a hook script, or an entry in the settings file."""
-    paths = [_skill_dir(cfg) / "SKILL.md", *(_hooks_dir(cfg) / s for s in hooks_file.SCRIPTS.values())]
-    if any(p.is_file() and _is_ours(p) for p in paths):
+    """Whether anything of ours is there: the skill, a hook script or plugin file, or an entry in the
+    settings file."""
+    if any(p.is_file() and is_ours(p) for p in _our_files(target, cfg)):
         return True
     if target.settings_file and (cfg / target.settings_file).is_file():
-        doc = Document(_read(cfg / target.settings_file), str(cfg / target.settings_file))
-        return hooks_file.ours_in(doc, target.layout) > 0
+        path = cfg / target.settings_file
+        return _ours_in(target, _read(path), str(path)) > 0
     return False
 
 
@@ -229,25 +292,27 @@ def plan_eject(target: Target, cfg: Path) -> Plan:
     plan = Plan(target, cfg)
     created = set(_manifest(cfg))
     if target.settings_file and (path := cfg / target.settings_file).is_file():
-        doc = Document(_read(path), str(path))
-        if n := hooks_file.strip(doc, target.layout):
-            empty = hooks_file.is_empty(doc, dict(target.root_defaults))
+        text, n, empty = _eject_entries(target, _read(path), str(path))
+        if n:
             gone = target.settings_file in created and empty
-            plan.settings = (path, None if gone else doc.text)
+            plan.settings = (path, None if gone else text)
             plan.report.append(f"  settings  {path}: {n} hook(s) removed" + (", file removed" if gone else ""))
-    ours = [_skill_dir(cfg) / "SKILL.md", *(_hooks_dir(cfg) / s for s in hooks_file.SCRIPTS.values())]
-    for path in ours:
+    for path in _our_files(target, cfg):
         if not path.exists():
             continue
-        if _is_ours(path):
+        if is_ours(path):
             plan.delete.append(path)
             plan.report.append(f"  removed   {path}")
         else:
             plan.report.append(f"  kept      {path} (not {MARKER})")
-    if (manifest := _skill_dir(cfg) / MANIFEST).exists():
+    if (manifest := skill_dir(cfg) / MANIFEST).exists():
         plan.delete.append(manifest)
-    plan.rmdirs = [_skill_dir(cfg), _hooks_dir(cfg)]
-    plan.rmdirs += [cfg / rel for rel in ("skills", "hooks") if rel in created]
+    # mnemon's own directories (named so) go once empty; another directory only when setup created it.
+    ours = {skill_dir(cfg), target.scripts_dir(cfg)}
+    ours |= {d for rel in target.plugin if (d := (cfg / rel).parent).name == "mnemon"}
+    made = {cfg / rel for rel in created if rel != "." and rel != target.settings_file}
+    # Deepest first, so a directory is empty by the time its parent is tried; cfg itself last.
+    plan.rmdirs = sorted((ours | made) - {cfg}, key=lambda d: (-len(d.parts), str(d)))
     if "." in created:
         plan.rmdirs.append(cfg)
     return plan

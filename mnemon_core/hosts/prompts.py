@@ -1,10 +1,20 @@
 """The texts an agent reads: the guide (when to recall and what to remember), printed at every session start
 by the prime hook, and the skill (the commands). Written once per data dir under `prompt/` (reference §8.1),
 shared by every host and store; the skill also goes to each host's skills directory.
+
+Both tell the agent to run `mnemon ...`, but the agent's shell need not have mnemon's virtualenv on its PATH.
+So each command they name is written out as the executable the hooks run, by absolute path, with the data
+directory and store the hooks were given (`name_executable`): the skill when setup writes it, the guide each
+time the prime hook prints it. The files under `prompt/` keep the plain `mnemon`, to be edited.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import shutil
+import sys
 from pathlib import Path
 
 GUIDE = """\
@@ -111,6 +121,42 @@ an import can partly succeed.
 """
 
 PROMPT_FILES = {"guide.md": GUIDE, "skill.md": SKILL}
+# `mnemon` where a command starts: at the start of a line (a code block) or after a backtick (inline code),
+# followed by its subcommand; not the word in prose ("the mnemon skill") or a heading.
+_COMMAND = re.compile(r"(?m)(^[ \t]*|`)mnemon(?=[ \t]+[a-z])")
+
+
+def cli_command() -> list[str]:
+    """The mnemon that runs now, by absolute path: the hooks run it whatever PATH the host has. In the resident
+    engine `sys.argv` is the engine's, so the console script is looked for next to the interpreter, which is
+    the one the `mnemon` that started the engine runs on (a virtualenv's `bin/`)."""
+    exe = sys.argv[0] if sys.argv else ""
+    if os.path.basename(exe) == "mnemon" and os.path.isfile(exe) and os.access(exe, os.X_OK):
+        return [os.path.abspath(exe)]
+    beside = os.path.join(os.path.dirname(sys.executable), "mnemon")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return [beside]
+    return [sys.executable, "-m", "mnemon_core"]  # `python -m mnemon_core` with no entry point installed
+
+
+def command_line(words: list[str]) -> str:
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def name_executable(text: str, command: list[str]) -> str:
+    """`text` with every `mnemon <subcommand>` it tells the agent to run written as `command` (the executable
+    and its global options), so the command works as written in a shell that has no `mnemon` on its PATH."""
+    line = command_line(command)
+    return _COMMAND.sub(lambda m: m.group(1) + line, text)
+
+
+def on_path_is(command: list[str], path: str | None = None) -> str | None:
+    """Where `mnemon` on PATH (this process's, or `path`) leads when that is not `command`'s executable, ""
+    when there is none, None when it is this one."""
+    found = shutil.which("mnemon", path=path)
+    if found and os.path.realpath(found) == os.path.realpath(command[0]):
+        return None
+    return found or ""
 
 
 def prompt_dir(data_dir: Path) -> Path:

@@ -4,7 +4,7 @@ Without `--target`: the hosts detected (binary on PATH or user config dir presen
 mnemon is installed), each confirmed interactively on a terminal, all of them with `--yes` or without a
 terminal. Every target's changes are planned first, so a settings file that cannot be parsed or a file that
 is someone else's stops the whole run before anything is written. After an install, the prompt files
-(`<data dir>/prompt/`) and the store the hooks use exist.
+(`<data dir>/prompt/`) and the store the hooks use exist, and each target is tried (check.py).
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ReadOnlyError, ValidationError
-from . import claude_code, codex, cursor, nanobot
-from .base import OPTIONAL_DEFAULTS, Plan, Target, cli_command, installed, plan_eject, plan_install
-from .prompts import write_prompt_files
+from . import claude_code, codex, cursor, hermes, nanobot, openclaw, opencode, pi
+from .base import OPTIONAL_DEFAULTS, Plan, Target, installed, plan_eject, plan_install
+from .check import path_advice, trials
+from .prompts import cli_command, write_prompt_files
 
-# Reference §8.1 also names openclaw, pi and hermes: a JavaScript plugin, a TypeScript extension and a YAML
-# config whose formats this port does not reproduce yet.
-TARGETS: dict[str, Target] = {t.name: t for t in (claude_code.TARGET, codex.TARGET, cursor.TARGET, nanobot.TARGET)}
+TARGETS: dict[str, Target] = {t.name: t for t in (
+    claude_code.TARGET, codex.TARGET, cursor.TARGET, nanobot.TARGET, openclaw.TARGET, pi.TARGET, hermes.TARGET,
+    opencode.TARGET)}
 PHASE_HELP = {
     "remind": "remind the agent to recall and remember on every prompt",
     "nudge": "after each reply, ask whether it warrants a memory",
@@ -30,6 +31,8 @@ PHASE_HELP = {
 }
 
 Ask = Callable[[str, bool], bool]
+# After an install: (ok, one line) for each target, given the executable and the options the hooks run with.
+Check = Callable[[list[Plan], list[str], list[str]], list[tuple[bool, str]]]
 
 
 def tty_ask(question: str, default: bool) -> bool:
@@ -53,8 +56,10 @@ def targets_of(names: list[str] | None) -> list[Target]:
 
 
 def run(names: list[str] | None, *, is_global: bool, eject: bool, data_dir: Path, options: list[str],
-        ask: Ask | None, ensure_store: Callable[[], str] | None = None) -> list[str]:
-    """The report. After an install, `ensure_store` makes the store the hooks use and says so."""
+        ask: Ask | None, ensure_store: Callable[[], str] | None = None, check: Check | None = None,
+        failed: list[str] | None = None) -> list[str]:
+    """The report. After an install, `ensure_store` makes the store the hooks use and says so, then `check`
+    tries each target (the names of those that fail go to `failed`)."""
     chosen = targets_of(names)
     lines: list[str] = []
     if not chosen:
@@ -91,14 +96,22 @@ def run(names: list[str] | None, *, is_global: bool, eject: bool, data_dir: Path
         else:
             lines.append(f"{t.display} ({plan.cfg})")
             lines.extend(plan.report)
+            lines.extend(t.advice(plan.cfg) if t.advice else [])
             lines.append(f"  {t.note}")
     if eject and plans:
         lines.append("The prompt files (guide.md, skill.md) and the stores stay in the data directory.")
     if not eject and plans:
         if ensure_store is not None:
             lines.append(ensure_store())
+        if check is not None:
+            for plan, (ok, line) in zip(plans, check(plans, cli, options)):
+                lines.append(f"Check     {plan.target.display}: " + ("ok: " if ok else "FAILED: ") + line)
+                if not ok and failed is not None:
+                    failed.append(plan.target.name)
+            lines.append(path_advice(cli))
         names = " ".join(p.target.name for p in plans)
-        lines.append(f"Remove with: mnemon setup --eject --target {names}" + (" --global" if is_global else ""))
+        lines.append(f"Remove with: mnemon setup --eject --target {names}"
+                     + (" --global" if is_global and any(not p.target.fixed for p in plans) else ""))
     return lines
 
 
@@ -128,6 +141,10 @@ def main(a: argparse.Namespace) -> str:
         stores.create(settings.store)
         return f'Store     "{settings.store}" (created)'
 
+    failed: list[str] = []
     lines = run(a.target, is_global=a.is_global, eject=a.eject, data_dir=settings.data_dir, options=options,
-                ask=ask, ensure_store=ensure_store)
+                ask=ask, ensure_store=ensure_store, check=trials, failed=failed)
+    if failed:  # installed, but a hook does not run: say so on stdout, fail the command
+        sys.stdout.write("\n".join(lines) + "\n")
+        raise ValidationError(f"the check after setup failed for {', '.join(failed)} (see above)", field="setup")
     return "\n".join(lines) + "\n"

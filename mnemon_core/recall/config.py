@@ -3,8 +3,8 @@
 - `SPEC`: the documents' formulas exactly (coverage keyword score, additive beam-search graph score, per-intent
   rerank table, confidence from the score alone, WHY order over the whole list).
 - `HYBRID`, the default: BM25 keyword score, relevance that flows over the graph (`flow.py`), who said it as an
-  entity, one fitted weight set, confidence from the evidence, WHY order within causal chains. Each departure
-  and the measurement behind it: docs/recall.md.
+  entity, one fitted weight set, confidence as coverage of the query, WHY order within chains of stated causal
+  links. Each departure and the measurement behind it: docs/recall.md.
 
 A variant (a wider beam, other rerank weights) is one changed value, so recipes can be compared side by side
 (`benchmarks/`), and every step takes the numbers it needs from here rather than from globals.
@@ -103,11 +103,12 @@ class RecallConfig(BaseModel):
     flow: Flow | None = Field(default=None, description="the flow's reach (graph = flow)")
     source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
     confidence: Literal["score", "evidence"] = Field(
-        default="score", description="score: from the rounded score; evidence: low without a keyword, entity or "
-        "semantic match"
+        default="score", description="score: from the rounded score; evidence: how much of the query's terms "
+        "and entities a result covers (evidence.py), with `no_match` when every result is low"
     )
     why_order: Literal["all", "chains"] = Field(
-        default="all", description="all: Kahn's order over the whole list; chains: only within causal chains"
+        default="all", description="all: Kahn's order over the whole list, every causal edge; chains: only within "
+        "chains of the causal edges someone stated"
     )
 
     def weights(self, intent: Intent, has_vectors: bool) -> tuple[float, float, float, float]:

@@ -73,10 +73,15 @@ HYBRID_ANCHOR_TOP_K = 100
 # cross-validation on the LoCoMo dev conversations (benchmarks/RESULTS.md).
 HYBRID_WEIGHTS = (0.2275, 0.1557, 0.2976, 0.3191)
 HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
-# Evidence confidence: a result without a keyword or entity match whose calibrated cosine is below this is
-# "low", whatever its score.
+# Evidence confidence (evidence.py): the weighted share of the query's terms and entities a result holds.
+# At least this share is "high", at least the medium share (or a calibrated cosine of at least
+# CONFIDENCE_MIN_SIMILARITY: a paraphrase) "medium", anything less "low", whatever the score.
+CONFIDENCE_HIGH_COVERAGE = 0.6
+CONFIDENCE_MEDIUM_COVERAGE = 0.3
 CONFIDENCE_MIN_SIMILARITY = 0.5
-NO_MATCH_HINT = "no_match"
+# Stemmed query terms that say what is asked, not about what: never a key of the coverage. (what, which, who,
+# how, when and where are stopwords already.)
+QUESTION_TERMS = frozenset({"whi", "whose", "whom", "为什", "什么", "為什", "什麼", "為甚", "甚麼"})
 
 # Output (reference §4.5)
 CONFIDENCE_LOW = 0.25  # rounded score < this → "low"
@@ -93,3 +98,4 @@ VIA_VECTOR = "vector"
 VIA_TIME = "time"
 VIA_ENTITY = "entity"
 VIA_HYBRID = "hybrid"
+VIA_CAUSAL = "causal"  # a WHY result that is the cause or effect of one that covers the query (evidence.py)

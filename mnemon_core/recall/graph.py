@@ -3,38 +3,36 @@ touched gets a dense index; its attributes (importance, created_at, category, so
 (neighbour index, edge type code, weight — both directions, one entry per neighbour and type, sorted by
 neighbour id then type) are fetched once, in batches, and reused by later queries.
 
+Where the store keeps a graph index file (`store/gindex.py`), the memo starts from it: the file's nodes are the
+first dense indices (in id order), their attributes, adjacency and postings are read from the mapping, and only
+the insights the store's change log names since the file was written (the delta) are read from the store, as
+above. The file is never believed for those.
+
 The memo is valid while `store.graph_version()` stays the same. When the store's own commits changed the graph
-since (a `remember` in this process), it forgets just the insights they touched (`store.graph_changes`: the new
-one, both ends of every edge written, every neighbour of a deleted one) and every posting list (BM25 scores
-move with each insight added); when another process wrote, it is dropped as a whole. So it never serves a stale
+since (a `remember` in this process), or its change log names what other commits touched, it forgets just those
+insights (the new one, both ends of every edge written, every neighbour of a deleted one) and every posting list
+(BM25 scores move with each insight added); when nothing can say, it starts over. So it never serves a stale
 edge. A fresh process (the CLI) pays only for what one query touches, level by level; a long-lived one stops
 reading the graph from SQLite at all once warm, and a write costs it the few rows the write changed.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from datetime import datetime
-from itertools import repeat
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..models import EdgeType
-from ..store import Filters, Store
+from ..store import Filters, Store, TokenHit
+from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1
+from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
 from .traverse import Edges
 
-__all__ = ["EDGE_TYPES", "GraphView", "graph_view"]
-
-# Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
-EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))
-_TYPE_CODE = {t: i for i, t in enumerate(EDGE_TYPES)}
-# Temporal sub-type code = position (0: not temporal, or a sub-type of its own). Where one pair has two temporal
-# edges of equal weight (a conversation step that is also a backbone or proximity link), the lower code wins.
-SUB_TYPES: tuple[str, ...] = ("", "conversation", "backbone", "proximity")
-_SUB_CODE = {t: i for i, t in enumerate(SUB_TYPES)}
+__all__ = ["EDGE_TYPES", "SUB_TYPES", "GraphView", "graph_view"]
 
 _views: weakref.WeakKeyDictionary[Store, GraphView] = weakref.WeakKeyDictionary()
 
@@ -50,6 +48,38 @@ def graph_view(store: Store) -> GraphView:
         return GraphView(store)
 
 
+class _Names:
+    """node → text: the index file's column for its nodes (decoded on use), a list for the nodes after them."""
+
+    __slots__ = ("_file", "_n", "extra")
+
+    def __init__(self, file: np.ndarray | None) -> None:
+        self._file = file
+        self._n = 0 if file is None else int(file.shape[0])
+        self.extra: list[str] = []
+
+    def __len__(self) -> int:
+        return self._n + len(self.extra)
+
+    def __getitem__(self, i: int) -> str:
+        if i < self._n:
+            return self._file[i].decode()  # type: ignore[index]
+        return self.extra[i - self._n]
+
+    def __setitem__(self, i: int, value: str) -> None:
+        if i >= self._n:  # a file node's text is the file's (ids and created_at never change)
+            self.extra[i - self._n] = value
+
+    def append(self, value: str) -> None:
+        self.extra.append(value)
+
+
+def _simple_token(token: str) -> bool:
+    """A token SQLite's FTS5 (unicode61) reads as one token, spelt the same: ASCII letters and digits. The
+    index answers these; any other token is asked of the store, as FTS5 would split or fold it."""
+    return token.isascii() and token.isalnum()
+
+
 class GraphView:
     def __init__(self, store: Store) -> None:
         # Weak: the memo lives in a WeakKeyDictionary keyed by the store, so it must not keep the store alive.
@@ -62,7 +92,7 @@ class GraphView:
         self._version: Hashable = object()
         self._vec_ids: list[str] = []
         self._vec_row: dict[str, int] = {}
-        self._reset()
+        self._reset(None)
 
     @property
     def store(self) -> Store:
@@ -71,14 +101,27 @@ class GraphView:
             raise RuntimeError("the store of this recall memo was closed")
         return store
 
-    def _reset(self) -> None:
-        self.ids: list[str] = []  # index → id
-        self._sorted_ids: list[str] = []  # the indexed ids in order (for id_rank)
+    @property
+    def index_file(self) -> GraphIndex | None:
+        """The graph index file the memo starts from (None: everything comes from the store)."""
+        return self._gx
+
+    def _reset(self, gx: GraphIndex | None) -> None:
+        self._gx = gx
+        n0 = self._n0 = 0 if gx is None else gx.n
+        self.ids = _Names(None if gx is None else gx.ids)  # index → id
+        self.created = _Names(None if gx is None else gx.created)
+        self.index: dict[str, int] = {}  # id → index, of the nodes after the file's
+        # Nodes after the file's, ranked by id among themselves (`id_rank`), each with its insertion point
+        # among the file's ids.
+        self._sorted_ids: list[str] = []
         self._rank = np.zeros(0, dtype=np.int64)
-        self.index: dict[str, int] = {}  # id → index
-        # Flat adjacency: node n's edges are [_start[n], _start[n] + _degree[n]) of _nbr/_etype/_weight.
-        self._start = np.zeros(0, dtype=np.int64)  # -1 = not loaded
-        self._degree = np.zeros(0, dtype=np.int64)
+        self._extra_p = np.zeros(0, dtype=np.int64)
+        self._sorted_p: np.ndarray | None = None
+        # Flat adjacency of nodes read from the store: node n's edges are [_start[n], _start[n] + _degree[n])
+        # of _nbr/_etype/_weight/_sub (-1 = not loaded). The file's own nodes read theirs from its CSR.
+        self._start = np.full(n0, -1, dtype=np.int64)
+        self._degree = np.zeros(n0, dtype=np.int64)
         self._nbr = np.zeros(0, dtype=np.int64)
         self._etype = np.zeros(0, dtype=np.int64)
         self._weight = np.zeros(0, dtype=np.float64)
@@ -86,44 +129,83 @@ class GraphView:
         self._edge_n = 0
         self._live = 0  # entries of _nbr.. in use by a loaded node (the rest: lists of forgotten nodes)
         # Attributes by index; `_known` marks rows fetched, `_active` those that exist and are not deleted.
-        self._known = np.zeros(0, dtype=bool)
-        self._active = np.zeros(0, dtype=bool)
-        self.importance = np.zeros(0, dtype=np.int64)
-        self.created: list[str] = []
-        self.created_key = np.zeros(0, dtype=np.int64)  # created_at as epoch seconds (orders like the text)
+        self._known = np.ones(n0, dtype=bool)
+        self._active = np.ones(n0, dtype=bool)
+        self._codes: dict[str, int] = {}
+        if gx is None:
+            self.importance = np.zeros(0, dtype=np.int64)
+            self.created_key = np.zeros(0, dtype=np.int64)  # created_at as epoch seconds (orders like the text)
+            self._cat = np.zeros(0, dtype=np.int64)
+            self._src = np.zeros(0, dtype=np.int64)
+        else:
+            self.importance = gx.importance.astype(np.int64)
+            self.created_key = gx.created_key.astype(np.int64)
+            cat = np.array([self._code(c) for c in gx.cat_names] or [0], dtype=np.int64)
+            src = np.array([self._code(c) for c in gx.src_names] or [0], dtype=np.int64)
+            self._cat = cat[gx.cat]
+            self._src = src[gx.src]
         # Postings of query tokens / entities / sources: sorted node indices of the active insights holding
         # them; of stemmed terms: (sorted nodes, each one's BM25 score for the term).
         self._tokens: dict[str, np.ndarray] = {}
         self._entities: dict[str, np.ndarray] = {}
         self._sources: dict[str, np.ndarray] = {}
         self._terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._cat = np.zeros(0, dtype=np.int64)
-        self._src = np.zeros(0, dtype=np.int64)
-        self._codes: dict[str, int] = {}
         self._superseded: np.ndarray | None = None
-        self._vecrow = np.zeros(0, dtype=np.int64)
+        self._vecrow = np.full(n0, -2, dtype=np.int64)  # -2: not looked up yet
+        # With a file: which of its nodes the delta overrides, and the delta itself (node → its keys; postings
+        # by key; BM25 length), with the BM25 statistics of file and delta together.
+        self._stale = np.zeros(n0, dtype=bool)
+        self._delta: dict[int, tuple[list[str], list[str], str, list[str] | None]] = {}
+        self._d_tok: dict[str, set[int]] = {}
+        self._d_ent: dict[str, set[int]] = {}
+        self._d_src: dict[str, set[int]] = {}
+        self._d_term: dict[str, dict[int, int]] = {}
+        self._n_tok: dict[int, int] = {}  # the delta's distinct-token counts
+        self._n_docs = 0 if gx is None else gx.n_docs
+        self._total_terms = 0 if gx is None else gx.total_terms
 
     def sync(self) -> None:
-        """Bring the memo up to the store's graph version: forget what this store's own commits touched, or
-        drop everything when that is not known. Call once at the start of a query."""
+        """Bring the memo up to the store's graph version: forget what changed since (as this store's own
+        commits or its change log name it), or start over when that is not known. Call once at the start of a
+        query."""
         store = self.store
         version = store.graph_version()
         if version == self._version:
             return
+        gx = store.graph_index()
+        if gx is not self._gx:
+            self._attach(gx, version)
+            return
         changed = store.graph_changes(self._version, version)
+        if changed is None and gx is not None and isinstance(self._version, tuple):
+            changed = store.graph_changes_since(self._version[0], version[0])  # type: ignore[index]
         # Forgetting many nodes costs more than refilling lazily, and forgotten lists stay in the flat arrays
         # until a reset: start over when either grows large.
-        if changed is None or len(changed) > max(256, len(self.ids) // 4) or self._edge_n > 2 * self._live + 65536:
-            self._reset()
-        else:
-            self._forget(changed)
+        extra = len(self.ids) - self._n0
+        if changed is None or len(changed) > max(256, extra // 4 if gx is None else 4096) or (
+            self._edge_n > 2 * self._live + 65536
+        ):
+            self._attach(gx, version)
+            return
+        self._forget(changed)
+        self._version = version
+
+    def _attach(self, gx: GraphIndex | None, version: Hashable) -> None:
+        """Start over from the index file gx (or from nothing), with the delta its store's log names."""
+        self._reset(gx)
+        if gx is not None:
+            delta = self.store.graph_changes_since(gx.counter, version[0])  # type: ignore[index]
+            if delta is None:  # the log cannot say what changed since the file: read everything from the store
+                self._reset(None)
+            elif delta:
+                self._forget(delta)
         self._version = version
 
     def _forget(self, ids: set[str]) -> None:
         """Unload the attributes and adjacency of ids and every posting list; ask again which of ids are
-        superseded (the others' `supersedes` edges and states did not change)."""
-        index = self.index
-        nodes = np.fromiter((index[i] for i in ids if i in index), dtype=np.int64)
+        superseded (the others' `supersedes` edges and states did not change). With a file, ids join the
+        delta: the file is no longer believed for them, and their rows are read from the store now."""
+        nodes = self._lookup(sorted(ids))
         if nodes.size:
             loaded = nodes[self._start[nodes] >= 0]
             self._live -= int(self._degree[loaded].sum())
@@ -134,9 +216,62 @@ class GraphView:
         self._entities.clear()
         self._sources.clear()
         self._terms.clear()
-        if self._superseded is not None:
+        gx = self._gx
+        if gx is not None:
+            self._load_delta(gx, sorted(ids))
+            self._superseded = None
+        elif self._superseded is not None:
             kept = {self.ids[n] for n in self._superseded.tolist()} - ids
             self._superseded = self.intern(sorted(kept | self.store.superseded_ids(sorted(ids))))
+
+    def _load_delta(self, gx: GraphIndex, ids: list[str]) -> None:
+        """Read ids' rows from the store into the delta (their attributes, postings and BM25 length)."""
+        nodes = self.intern(ids)
+        fresh = nodes[nodes < self._n0]
+        fresh = fresh[~self._stale[fresh]]
+        if fresh.size:  # the file's rows of these stop counting
+            self._stale[fresh] = True
+            had = gx.dl[fresh]
+            self._n_docs -= int((had >= 0).sum())
+            self._total_terms -= int(had[had >= 0].sum())
+        for n in nodes.tolist():
+            old = self._delta.pop(n, None)
+            if old is not None:
+                self._unpost(n, old)
+        rows = {r.id: r for r in self.store.index_rows(ids)}
+        self._known[nodes] = True
+        for id_, n in zip(ids, nodes.tolist()):
+            r = rows.get(id_)
+            if r is None:
+                continue
+            self._active[n] = True
+            self.importance[n] = r.importance
+            self.created[n] = r.created_at
+            self.created_key[n] = epoch(r.created_at)
+            self._cat[n] = self._code(r.category)
+            self._src[n] = self._code(r.source)
+            keys = (sorted(set(r.tokens)), sorted(set(r.entities)), ascii_fold(r.source), r.terms)
+            self._n_tok[n] = r.n_tokens
+            self._delta[n] = keys
+            for memo, names in ((self._d_tok, keys[0]), (self._d_ent, keys[1]), (self._d_src, [keys[2]])):
+                for k in names:
+                    memo.setdefault(k, set()).add(n)
+            if r.terms is not None:
+                self._n_docs += 1
+                self._total_terms += len(r.terms)
+                for t in r.terms:
+                    tf = self._d_term.setdefault(t, {})
+                    tf[n] = tf.get(n, 0) + 1
+
+    def _unpost(self, n: int, keys: tuple[list[str], list[str], str, list[str] | None]) -> None:
+        for memo, names in ((self._d_tok, keys[0]), (self._d_ent, keys[1]), (self._d_src, [keys[2]])):
+            for k in names:
+                memo[k].discard(n)
+        if keys[3] is not None:
+            self._n_docs -= 1
+            self._total_terms -= len(keys[3])
+            for t in set(keys[3]):
+                self._d_term[t].pop(n, None)
 
     # ------------------------------------------------------------------ nodes
 
@@ -144,16 +279,20 @@ class GraphView:
         return len(self.ids)
 
     def id_rank(self, nodes: np.ndarray) -> np.ndarray:
-        """Each node's position in id order among all indexed nodes (ties in the beam are broken by id).
+        """A number per node that orders nodes as their ids order (ties in the beam are broken by id): the
+        node itself for the file's nodes when nothing was indexed after them, else its rank among all.
 
-        Kept up to date incrementally: nodes indexed since the last call are merged into the sorted order
-        (a bisect each, plus one vectorised shift of the old ranks), so a warm memo pays nothing.
+        The nodes after the file's are ranked incrementally: those indexed since the last call are merged
+        into the sorted order (a bisect each, plus one vectorised shift of the old ranks), so a warm memo pays
+        nothing.
         """
-        n = len(self.ids)
+        n0 = self._n0
+        n = len(self.ids) - n0
         done = len(self._sorted_ids)
         if done < n:
-            fresh = sorted(range(done, n), key=self.ids.__getitem__)
-            fresh_ids = [self.ids[i] for i in fresh]
+            extra = self.ids.extra
+            fresh = sorted(range(done, n), key=extra.__getitem__)
+            fresh_ids = [extra[i] for i in fresh]
             at = np.fromiter((bisect_left(self._sorted_ids, x) for x in fresh_ids), dtype=np.int64, count=len(fresh))
             rank = np.zeros(max(n, self._rank.shape[0]), dtype=np.int64)
             old = self._rank[:done]
@@ -163,25 +302,52 @@ class GraphView:
             merged = self._sorted_ids + fresh_ids
             merged.sort()  # two sorted runs: timsort merges them in one pass
             self._sorted_ids = merged
-        return self._rank[nodes]
+            self._sorted_p = None
+        if n0 == 0:
+            return self._rank[nodes]
+        if n == 0:
+            return nodes.astype(np.int64, copy=True)
+        if self._sorted_p is None:
+            self._sorted_p = np.sort(self._extra_p[:n])
+        out = np.empty(nodes.shape[0], dtype=np.int64)
+        infile = nodes < n0
+        f = nodes[infile]
+        out[infile] = f + np.searchsorted(self._sorted_p, f, side="right")
+        e = nodes[~infile] - n0
+        out[~infile] = self._extra_p[e] + self._rank[e]
+        return out
+
+    def _lookup(self, ids: Sequence[str]) -> np.ndarray:
+        """The indices of those of ids the memo has (no new ones)."""
+        out = [] if self._gx is None else [f for f in self._gx.node_of(list(ids)).tolist() if f >= 0]
+        out += [i for i in (self.index.get(x) for x in ids) if i is not None]
+        return np.asarray(out, dtype=np.int64)
 
     def intern(self, ids: Iterable[str]) -> np.ndarray:
         """Dense indices of ids (new ones are appended)."""
+        ids = ids if isinstance(ids, list) else list(ids)
+        gx = self._gx
+        infile = gx.node_of(ids) if gx is not None and ids else None
         index = self.index
         out = []
         first_new = len(self.ids)
-        for id_ in ids:
+        fresh: list[str] = []
+        for k, id_ in enumerate(ids):
+            if infile is not None and infile[k] >= 0:
+                out.append(int(infile[k]))
+                continue
             i = index.get(id_)
             if i is None:
                 i = index[id_] = len(self.ids)
                 self.ids.append(id_)
                 self.created.append("")
+                fresh.append(id_)
             out.append(i)
-        if len(self.ids) > first_new:
+        if fresh:
             self._grow()
-            rows = self._vec_row
-            for i in range(first_new, len(self.ids)):
-                self._vecrow[i] = rows.get(self.ids[i], -1)
+            if gx is not None:
+                at = first_new - self._n0
+                self._extra_p[at : at + len(fresh)] = gx.insertion(fresh)
         return np.asarray(out, dtype=np.int64)
 
     def _grow(self) -> None:
@@ -189,7 +355,7 @@ class GraphView:
         have = self._known.shape[0]
         if n <= have:
             return
-        cap = max(n, have * 2, 256)
+        cap = max(n, have + max(256, have - self._n0))  # the nodes after the file's grow by doubling
         self._known = _grown(self._known, cap)
         self._active = _grown(self._active, cap)
         self.importance = _grown(self.importance, cap)
@@ -200,9 +366,10 @@ class GraphView:
         start[: self._start.shape[0]] = self._start
         self._start = start
         self._degree = _grown(self._degree, cap)
-        vecrow = np.full(cap, -1, dtype=np.int64)
+        vecrow = np.full(cap, -2, dtype=np.int64)
         vecrow[: self._vecrow.shape[0]] = self._vecrow
         self._vecrow = vecrow
+        self._extra_p = _grown(self._extra_p, cap - self._n0)
 
     def _code(self, value: str) -> int:
         c = self._codes.get(value)
@@ -223,7 +390,7 @@ class GraphView:
                 self._active[i] = True
                 self.importance[i] = m[0]
                 self.created[i] = m[1]
-                self.created_key[i] = _epoch(m[1])
+                self.created_key[i] = epoch(m[1])
                 self._cat[i] = self._code(m[2])
                 self._src[i] = self._code(m[3])
         self._known[missing] = True
@@ -243,47 +410,144 @@ class GraphView:
         return mask
 
     def in_scope(self, ids: Sequence[str], scope: Filters) -> set[str]:
-        nodes = self.intern(ids)
+        nodes = self.intern(list(ids))
         mask = self.scope_mask(nodes, scope)
         return {id_ for id_, ok in zip(ids, mask.tolist()) if ok}
 
+    def _merged(self, file_nodes: np.ndarray, delta: Iterable[int] | None) -> np.ndarray:
+        """The file's posting without the nodes the delta overrides, with the delta's: sorted node indices."""
+        keep = file_nodes[~self._stale[file_nodes]].astype(np.int64)
+        if not delta:
+            return keep
+        return np.union1d(keep, np.fromiter(delta, dtype=np.int64))
+
     def postings(self, tokens: Sequence[str] = (), entities: Sequence[str] = ()) -> list[np.ndarray]:
         """For each query token, then each (lower-case) entity: the active insights holding it, as sorted node
-        indices. Asked of the store once per token / entity and store version."""
+        indices. Asked of the index file (and its delta) or of the store, once per token / entity and version."""
+        gx = self._gx
         out = []
-        for memo, keys, fetch in (
-            (self._tokens, tokens, lambda t: [h.id for h in self.store.token_hits([t])]),
-            (self._entities, entities, lambda e: list(self.store.entity_hits([e]))),
+        for memo, keys, kind, delta, fetch in (
+            (self._tokens, tokens, "tok", self._d_tok, lambda t: [h.id for h in self.store.token_hits([t])]),
+            (self._entities, entities, "ent", self._d_ent, lambda e: list(self.store.entity_hits([e]))),
         ):
             for key in keys:
                 hit = memo.get(key)
                 if hit is None:
-                    hit = memo[key] = np.unique(self.intern(fetch(key)))
+                    if gx is not None and (kind == "ent" or _simple_token(key)):
+                        hit = self._merged(gx.posting(kind, key), delta.get(key))
+                    else:
+                        hit = np.unique(self.intern(fetch(key)))
+                    memo[key] = hit
                 out.append(hit)
         return out
 
     def source_postings(self, names: Sequence[str]) -> list[np.ndarray]:
         """For each (lower-case) name: the active insights whose source it is, as sorted node indices."""
         missing = [n for n in names if n not in self._sources]
-        if missing:
+        gx = self._gx
+        if missing and gx is not None:
+            for n in missing:
+                key = ascii_fold(n)
+                self._sources[n] = self._merged(gx.posting("src", key), self._d_src.get(key))
+        elif missing:
             found = self.store.source_hits(missing)
             for n in missing:
                 self._sources[n] = np.unique(self.intern(found.get(n, [])))
         return [self._sources[n] for n in names]
 
     def term_postings(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each stemmed term: (sorted nodes holding it, their BM25 score for it), asked of the store once
-        per term and store version."""
+        """For each stemmed term: (sorted nodes holding it, their BM25 score for it), asked of the index file
+        (scored here, with the statistics of file and delta together) or of the store, once per term and
+        version."""
         out = []
         for term in terms:
             hit = self._terms.get(term)
             if hit is None:
-                rows = self.store.term_scores(term)
-                nodes = self.intern([r[0] for r in rows])
-                scores = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
-                order = np.argsort(nodes, kind="stable")
-                hit = self._terms[term] = (nodes[order], scores[order])
+                hit = self._terms[term] = self._file_term(term) if self._gx is not None else self._store_term(term)
             out.append(hit)
+        return out
+
+    def _store_term(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.store.term_scores(term)
+        nodes = self.intern([r[0] for r in rows])
+        scores = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        order = np.argsort(nodes, kind="stable")
+        return nodes[order], scores[order]
+
+    def _file_term(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """`Store.term_scores` from the file: FTS5's bm25() of a one-term query, the same double operations
+        in the same order as `store.base.bm25`."""
+        gx = self._gx
+        assert gx is not None
+        f_nodes, f_tf = gx.term_posting(term)
+        keep = ~self._stale[f_nodes]
+        f_nodes = f_nodes[keep].astype(np.int64)
+        tf = f_tf[keep].astype(np.float64)
+        length = gx.dl[f_nodes].astype(np.float64)
+        d = self._d_term.get(term)
+        if d:
+            d_nodes = np.fromiter(d, dtype=np.int64, count=len(d))
+            f_nodes = np.concatenate([f_nodes, d_nodes])
+            tf = np.concatenate([tf, np.fromiter(d.values(), dtype=np.float64, count=len(d))])
+            d_len = [len(self._delta[n][3] or ()) for n in d_nodes.tolist()]
+            length = np.concatenate([length, np.asarray(d_len, dtype=np.float64)])
+        order = np.argsort(f_nodes, kind="stable")
+        nodes, tf, length = f_nodes[order], tf[order], length[order]
+        if nodes.size == 0:
+            return nodes, np.zeros(0, dtype=np.float64)
+        n_docs, n_hits = self._n_docs, int(nodes.size)
+        avgdl = float(self._total_terms) / float(n_docs)
+        idf = math.log((n_docs - n_hits + 0.5) / (n_hits + 0.5))
+        if idf <= 0.0:
+            idf = BM25_IDF_FLOOR
+        return nodes, idf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
+
+    def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]] | None:
+        """`Store.token_tops` from the index file and its delta (what `remember` asks before it writes); None
+        without a file, or for a token only the store can match (`_simple_token`)."""
+        with self.lock:
+            self.sync()
+            toks = sorted(set(tokens))
+            if self._gx is None or not all(map(_simple_token, toks)):
+                return None
+            if not toks:
+                return [], []
+            nodes, hits = np.unique(np.concatenate(self.postings(toks)), return_counts=True)
+            if nodes.size == 0:
+                return [], []
+            n0 = self._n0
+            n_tok = np.zeros(nodes.size, dtype=np.int64)
+            infile = nodes < n0
+            infile[infile] = ~self._stale[nodes[infile]]
+            n_tok[infile] = self._gx.n_tokens[nodes[infile]]
+            n_tok[~infile] = [self._n_tok[n] for n in nodes[~infile].tolist()]
+            importance = self.importance[nodes]
+            # Only rows that can make the cut are ordered on the full key (created_at as text, then id).
+            by_cov = self._best(nodes, np.lexsort((-importance, -hits)), limit, lambda k: (hits[k], importance[k]))
+            coverage = sorted(by_cov, key=lambda k: self.ids[int(nodes[k])])
+            coverage.sort(key=lambda k: self.created[int(nodes[k])], reverse=True)
+            coverage.sort(key=lambda k: (-hits[k], -importance[k]))
+            ratio = hits / np.maximum(1, np.minimum(len(toks), n_tok))
+            by_ratio = self._best(nodes, np.argsort(-ratio, kind="stable"), limit, lambda k: ratio[k])
+            overlap = sorted(by_ratio, key=lambda k: (-ratio[k], self.ids[int(nodes[k])]))
+
+            def hit(k: int) -> TokenHit:
+                n = int(nodes[k])
+                return TokenHit(self.ids[n], int(hits[k]), int(n_tok[k]), int(importance[k]), self.created[n])
+
+            return [hit(k) for k in coverage[:limit]], [hit(k) for k in overlap[:limit]]
+
+    @staticmethod
+    def _best(nodes: np.ndarray, order: np.ndarray, limit: int, key: Callable[[int], Any]) -> list[int]:
+        """The first `limit` rows of `order` and every later row tied with the last of them on `key`."""
+        if order.size <= limit:
+            return order.tolist()
+        last = key(int(order[limit - 1]))
+        out = order[:limit].tolist()
+        for k in order[limit:].tolist():
+            if key(k) != last:
+                break
+            out.append(k)
         return out
 
     # ------------------------------------------------------------------ edges
@@ -297,11 +561,11 @@ class GraphView:
         rows = self.store.adjacency([self.ids[n] for n in missing.tolist()])
         if rows:
             cols = list(zip(*rows))
-            src = self.intern(cols[0])
-            dst = self.intern(cols[1])
-            etype = np.fromiter((_TYPE_CODE.get(t, -1) for t in cols[2]), dtype=np.int64, count=len(rows))
+            src = self.intern(list(cols[0]))
+            dst = self.intern(list(cols[1]))
+            etype = np.fromiter((TYPE_CODE.get(t, -1) for t in cols[2]), dtype=np.int64, count=len(rows))
             weight = np.fromiter((0.0 if w is None else w for w in cols[3]), dtype=np.float64, count=len(rows))
-            sub = np.fromiter((_SUB_CODE.get(t or "", 0) for t in cols[4]), dtype=np.int64, count=len(rows))
+            sub = np.fromiter((SUB_CODE.get(t or "", 0) for t in cols[4]), dtype=np.int64, count=len(rows))
             ok = (etype >= 0) & (src != dst)
             src, dst, etype, weight, sub = src[ok], dst[ok], etype[ok], weight[ok], sub[ok]
             order = np.lexsort((sub, -weight, etype, self.id_rank(dst), src))
@@ -332,24 +596,67 @@ class GraphView:
             self._sub = _grown(self._sub, cap)
 
     def edges(self, nodes: np.ndarray) -> Edges:
-        """Flat adjacency of nodes (loaded on first use), for `beam_search_arrays`."""
-        self._ensure_adj(nodes)
-        return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight, self._sub)
+        """Flat adjacency of nodes (loaded on first use), for `beam_search_arrays`. With an index file, the
+        edges of the file's nodes come from its CSR and the delta's from the store: both are gathered into
+        arrays of their own, in the nodes' order."""
+        gx = self._gx
+        if gx is None:
+            self._ensure_adj(nodes)
+            return Edges(self._start[nodes], self._degree[nodes], self._nbr, self._etype, self._weight, self._sub)
+        infile = nodes < self._n0
+        infile[infile] = ~self._stale[nodes[infile]]
+        if not infile.all():
+            self._ensure_adj(nodes[~infile])
+        f = nodes[infile]
+        start = self._start[nodes]
+        degree = self._degree[nodes]
+        start[infile] = gx.indptr[f]
+        degree[infile] = gx.indptr[f + 1] - start[infile]
+        total = int(degree.sum())
+        offsets = np.cumsum(degree) - degree
+        pos = np.repeat(start - offsets, degree) + np.arange(total, dtype=np.int64)
+        from_file = np.repeat(infile, degree)
+        nbr = np.empty(total, dtype=np.int64)
+        etype = np.empty(total, dtype=np.int64)
+        weight = np.empty(total, dtype=np.float64)
+        sub = np.empty(total, dtype=np.int64)
+        for out, file_col, own in ((nbr, gx.nbr, self._nbr), (etype, gx.etype, self._etype),
+                                   (weight, gx.weight, self._weight), (sub, gx.sub, self._sub)):
+            if from_file.all():
+                out[:] = file_col[pos]
+            else:
+                out[from_file] = file_col[pos[from_file]]
+                out[~from_file] = own[pos[~from_file]]
+        return Edges(offsets, degree, nbr, etype, weight, sub)
 
     def superseded(self) -> np.ndarray:
         """Node indices of every active `supersedes` target."""
         if self._superseded is None:
-            self._superseded = self.intern(sorted(self.store.superseded_ids()))
+            gx = self._gx
+            if gx is None:
+                self._superseded = self.intern(sorted(self.store.superseded_ids()))
+            else:
+                f = gx.superseded.astype(np.int64)
+                f = f[~self._stale[f]]
+                delta = sorted(self.ids[n] for n in self._delta)
+                d = self.intern(sorted(self.store.superseded_ids(delta))) if delta else np.zeros(0, np.int64)
+                self._superseded = np.union1d(f, d)
         return self._superseded
 
     def preload(self, batch: int = 4000) -> None:
         """Fill the memo for every active insight now (a long-lived process that wants warm queries from the
-        start; recall fills it lazily otherwise)."""
+        start; recall fills it lazily otherwise). With an index file only the delta is read."""
         with self.lock:
             self._preload(batch)
 
     def _preload(self, batch: int) -> None:
         self.sync()
+        if self._gx is not None:
+            nodes = np.fromiter(self._delta, dtype=np.int64, count=len(self._delta))
+            self.id_rank(nodes[:0])
+            for i in range(0, nodes.size, batch):
+                self._ensure_adj(nodes[i : i + batch])
+            return
         rows = list(self.store.iter_active())
         nodes = self.intern([r.id for r in rows])
         for n, r in zip(nodes.tolist(), rows):
@@ -357,7 +664,7 @@ class GraphView:
                 self._known[n] = self._active[n] = True
                 self.importance[n] = r.importance
                 self.created[n] = r.created_at
-                self.created_key[n] = _epoch(r.created_at)
+                self.created_key[n] = epoch(r.created_at)
                 self._cat[n] = self._code(str(r.category))
                 self._src[n] = self._code(r.source)
         self.id_rank(nodes[:0])
@@ -367,14 +674,12 @@ class GraphView:
     # ------------------------------------------------------------------ vectors
 
     def use_vectors(self, ids: list[str]) -> None:
-        """Rows of the vector matrix are `ids`; node → row mapping is rebuilt only when they change (the store
-        hands out the same list until its vectors change)."""
+        """Rows of the vector matrix are `ids`; node → row is looked up per node on first use, and forgotten
+        only when they change (the store hands out the same list until its vectors change)."""
         if ids is not self._vec_ids and ids != self._vec_ids:
             self._vec_ids = ids
-            self._vec_row = rows = dict(zip(ids, range(len(ids))))
-            self._vecrow[:] = -1
-            n = len(self.ids)
-            self._vecrow[:n] = np.fromiter(map(rows.get, self.ids, repeat(-1)), dtype=np.int64, count=n)
+            self._vec_row = dict(zip(ids, range(len(ids))))
+            self._vecrow[:] = -2
 
     def vector_index(self) -> dict[str, int]:
         """id → row of the current vector matrix."""
@@ -382,15 +687,15 @@ class GraphView:
 
     def vector_rows(self, nodes: np.ndarray) -> np.ndarray:
         """Row of each node in the current vector matrix, -1 without a vector."""
-        return self._vecrow[nodes]
-
-
-def _epoch(created_at: str) -> int:
-    """RFC 3339 → epoch seconds (0 if unparsable), for ordering "newer first" with integers."""
-    try:
-        return int(datetime.fromisoformat(created_at).timestamp())
-    except ValueError:
-        return 0
+        rows = self._vecrow[nodes]
+        unknown = rows == -2
+        if unknown.any():
+            get = self._vec_row.get
+            todo = np.unique(nodes[unknown])
+            self._vecrow[todo] = np.fromiter((get(self.ids[n], -1) for n in todo.tolist()), dtype=np.int64,
+                                             count=todo.size)
+            rows = self._vecrow[nodes]
+        return rows
 
 
 def _grown(arr: np.ndarray, cap: int) -> np.ndarray:

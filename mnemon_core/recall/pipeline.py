@@ -5,7 +5,7 @@ both, and the access bump and output shaping after); everything in between is he
 through the `GraphView` memo and a few batched signal queries, all inside the category/source scope.
 
 The recipe (`RecallConfig`) picks the keyword score (the spec's token coverage, or BM25), the graph step (the
-spec's beam search, or the relevance flow of `flow.py`) and how confidence, hint and WHY order are decided.
+spec's beam search, or the relevance flow of `flow.py`) and how confidence and WHY order are decided.
 The beam search and rerank run as numpy array operations; the tests hold them to a plain-Python reference of
 the same steps (`tests/reference_engine.py`).
 """
@@ -19,13 +19,14 @@ import numpy as np
 
 from ..embed import Calibration
 from ..entities import ASCII_WORD_RE, extract_entities, query_entities
-from ..models import REVERSE_KEY, REVERSE_VALUE, EdgeType, Intent
+from ..models import EdgeType, Intent
 from ..store import Filters, Store
 from ..store.base import AnnSearch
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
 from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
+from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
@@ -64,6 +65,7 @@ def vector_input(store: Store, model: str, query: np.ndarray, calibration: Calib
 class Outcome(NamedTuple):
     results: list[Scored]  # ranked, cut to the limit, WHY-ordered when the intent is WHY
     meta: RecallMeta
+    labels: dict[str, str] | None = None  # id → the recipe's confidence (None: from the rounded score)
 
 
 class _Signals(NamedTuple):
@@ -73,6 +75,8 @@ class _Signals(NamedTuple):
     entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
     cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
+    entity_keys: list[str]  # the query's entities (lower-case), sources it names included
+    entity_posts: list[np.ndarray]  # of each: the nodes naming it (or said by it), sorted
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -100,15 +104,34 @@ def smart_recall(
         sig = _signals(store, view, query, scope, vectors, config)
         run = _run_flow if config.graph == "flow" else _run_arrays
         results, traversed = run(view, sig, intent, scope, limit, config)
+        labels = _labels(view, query, results, sig) if config.confidence == "evidence" else None
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
-        forward = [(e.source_id, e.target_id) for e in causal if e.metadata.get(REVERSE_KEY) != REVERSE_VALUE]
-        results = why_chains(results, forward) if config.why_order == "chains" else why_order(results, forward)
+        if config.why_order == "chains":  # only causal edges someone stated order an answer
+            links = forward([e for e in causal if sure_causal(e)])
+            results = why_chains(results, links)
+        else:
+            links = forward(causal)
+            results = why_order(results, links)
+        if labels is not None:
+            results, got = causal_support(results, [labels[r.id] for r in results], links)
+            labels = {r.id: c for r, c in zip(results, got)}
     meta = RecallMeta(
         intent=intent, intent_source=intent_source, anchor_count=len(sig.anchors), traversed=traversed,
-        hint=hint(results, limit, config),
+        hint=hint(results, limit),
+        no_match=labels is not None and bool(results) and all(c == "low" for c in labels.values()),
     )
-    return Outcome(results, meta)
+    return Outcome(results, meta, labels)
+
+
+def _labels(view: GraphView, query: str, results: list[Scored], sig: _Signals) -> dict[str, str]:
+    """Each result's confidence: how much of the query's terms and entities it covers (`evidence.py`)."""
+    if not results:
+        return {}
+    qterms = list(dict.fromkeys(terms(query)))
+    keys = query_keys(qterms, [p[0] for p in view.term_postings(qterms)], sig.entity_keys, sig.entity_posts)
+    covered = coverage(view.intern([r.id for r in results]), keys)
+    return {r.id: label(float(c), r.similarity) for r, c in zip(results, covered)}
 
 
 # ---------------------------------------------------------------------------------------------- step 2
@@ -167,7 +190,7 @@ def _signals(
         {VIA_KEYWORD: keyword_rank, VIA_VECTOR: vector_rank, VIA_TIME: time_rank, VIA_ENTITY: entity_rank},
         config.rrf_k,
     )
-    return _Signals(anchors, keyword, entity, cosines, cosine_of)
+    return _Signals(anchors, keyword, entity, cosines, cosine_of, entities, entity_posts)
 
 
 # Candidates asked of the ANN index per anchor slot (more when a scope rejects some).

@@ -97,6 +97,7 @@ class AnnIndex:
         self._delta_keys = np.zeros(0, dtype=np.uint64)
         self._delta_vecs = np.zeros((0, dim), dtype=np.float32)
         self._delta_ok = np.zeros(0, dtype=bool)
+        self._delta_in_index = np.zeros(0, dtype=bool)  # which delta rows the file holds (an older vector)
 
     @property
     def meta_path(self) -> Path:
@@ -183,11 +184,23 @@ class AnnIndex:
         return True
 
     def delta(self) -> int:
-        """Bring the exact delta up to date; returns its size (rows changed since the file was written)."""
+        """Bring the exact delta up to date; returns its size (rows changed since the file was written). Only
+        the rows changed since the last call are read (an import changes one per insight); a row changed again
+        replaces its earlier entry."""
         self.open()
         top = _top_seq(self.db)
         if top != self._delta_seq:
-            self._delta_keys, self._delta_vecs, self._delta_ok = _rows(self.db, self.model, self.dim, self.high_water)
+            fresh = self._delta_seq >= 0
+            keys, vecs, ok = _rows(self.db, self.model, self.dim, self._delta_seq if fresh else self.high_water)
+            in_index = np.fromiter((bool(self._index.contains(int(k))) for k in keys.tolist()), dtype=bool,
+                                   count=keys.size)
+            if fresh and self._delta_keys.size:
+                keep = ~np.isin(self._delta_keys, keys)
+                keys = np.concatenate([self._delta_keys[keep], keys])
+                vecs = np.concatenate([self._delta_vecs[keep], vecs])
+                ok = np.concatenate([self._delta_ok[keep], ok])
+                in_index = np.concatenate([self._delta_in_index[keep], in_index])
+            self._delta_keys, self._delta_vecs, self._delta_ok, self._delta_in_index = keys, vecs, ok, in_index
             self._delta_seq = top
         return int(self._delta_keys.size)
 
@@ -202,7 +215,7 @@ class AnnIndex:
             raise FileNotFoundError(self.path)
         self.delta()
         q = normalise(query)
-        stale = self._delta_keys
+        stale = self._delta_keys[self._delta_in_index]  # changed since the file, and in it: masked out
         m = self._index.search(q, k + int(stale.size), threads=1)
         keys = np.asarray(m.keys, dtype=np.uint64)
         cos = 1.0 - np.asarray(m.distances, dtype=np.float32)

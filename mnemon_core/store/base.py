@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
 from ..models import Edge, Insight, OplogEntry
+
+if TYPE_CHECKING:
+    from .gindex import GraphIndex, IndexRow, Rejected
 
 
 class TokenHit(NamedTuple):
@@ -216,6 +219,9 @@ class Vectors(Protocol):
 
 class Edges(Protocol):
     def upsert_edge(self, edge: Edge) -> None: ...
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """`upsert_edge` of each, in order (the importer's batch sends its edges at once)."""
+        ...
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None: ...
     def edges_of(self, ids: Sequence[str]) -> list[Edge]: ...
     def edges_among(self, ids: Sequence[str], edge_type: str | None = None) -> list[Edge]:
@@ -250,6 +256,27 @@ class Edges(Protocol):
         ...
     def superseded_ids(self, among: Sequence[str] | None = None) -> set[str]:
         """Every active insight that is the target of a `supersedes` edge (of those among ids, when given)."""
+        ...
+
+    # the graph index file (`store/gindex.py`): what recall maps instead of querying. A backend without one
+    # answers None / 0 (`SQLStore` does): recall then reads everything through the calls above.
+    def graph_index(self) -> GraphIndex | None:
+        """The checked, mapped index file of this store (None: none, damaged, of another store, or this
+        connection's transaction holds graph writes the file cannot know)."""
+        ...
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        """The insights whose attributes or adjacency the commits that moved the committed graph counter from
+        `since` to `now` touched, by any process (the store's change log); None when the log cannot say."""
+        ...
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
+        """Every active insight (or the active ones among ids) as the index file holds it."""
+        ...
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        """A writer's fold: write the file anew when it is missing, damaged, or behind by more than the fold
+        threshold (`force`: by anything); its size in bytes, or 0 when nothing was written."""
+        ...
+    def graph_index_state(self) -> GraphIndex | Rejected | None:
+        """The index file as `mnemon status` reports it: mapped, rejected (and why), or none."""
         ...
 
 

@@ -44,6 +44,12 @@ class GraphJournal:
         if len(seen) > MAX_IDS:
             self._open = (self._open[0], None)
 
+    def pending(self) -> frozenset[str] | None:
+        """The ids the open transaction touched so far (None: more than `MAX_IDS`, or unknown)."""
+        if self._open is None or self._open[1] is None:
+            return None
+        return frozenset(self._open[1])
+
     def commit(self, counter_after: int, generation_after: int) -> None:
         """The open transaction committed and moved the counter to counter_after (its own bump: it held the
         write lock, so the counter was counter_after - 1 when it began)."""

@@ -1,6 +1,6 @@
 """The scale-out store: Postgres + pgvector, for many agent processes on many machines sharing one memory.
 
-Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra `mnemon[postgres]`.
+Selected by `MNEMON_DATABASE_URL=postgresql://…` (or `--database-url`); extra `mnemon-core[postgres]`.
 
 Layout: one Postgres schema per store (`mnemon_<name>`), so stores stay isolated in one database and a store is
 dropped with its schema. Each holds the SQLite store's tables in Postgres terms:
@@ -30,12 +30,14 @@ long-lived ones (MCP server, LangChain apps), where each thread's transaction ho
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,8 +46,9 @@ from ..config import OplogRetention, Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
 from ..text import document, terms
-from . import base
+from . import base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
+from .gindex import IndexRow
 from .sql import (
     EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, oplog_trim, where,
 )
@@ -319,9 +322,21 @@ def _m006_requests(run: Callable[..., Any]) -> None:
     run("CREATE TABLE IF NOT EXISTS {s}.requests (id TEXT PRIMARY KEY, created_at TEXT NOT NULL)")
 
 
+def _m007_graph_log(run: Callable[..., Any]) -> None:
+    """Which insights each committed graph change touched, by the counter it moved to, as on SQLite: what a
+    client holding a graph index file (`gindex.py`) reads of the database instead of the graph. The log starts at
+    the current counter; a random store id ties an index file to this store."""
+    run("CREATE TABLE IF NOT EXISTS {s}.graph_log (counter bigint NOT NULL, insight_id text COLLATE \"C\" NOT NULL)")
+    run("CREATE INDEX IF NOT EXISTS graph_log_counter ON {s}.graph_log (counter)")
+    run("INSERT INTO {s}.mnemon_meta SELECT 'graph_log_floor', coalesce((SELECT value FROM {s}.mnemon_meta "
+        "WHERE key = 'graph'), 0) ON CONFLICT DO NOTHING")
+    run("INSERT INTO {s}.mnemon_meta VALUES ('store_uid', %s) ON CONFLICT DO NOTHING",
+        (int.from_bytes(os.urandom(6), "little"),))
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
     _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
-    _m006_requests,
+    _m006_requests, _m007_graph_log,
 ]
 
 
@@ -362,6 +377,9 @@ class _Tx:
         # statement, savepoint or commit: a graph builder writes tens of edges between two reads.
         self.edges: list[tuple[Any, ...]] = []
         self.trim_due: str | None = None  # oplog rows were written: trim at commit, as of this time
+        # The insights its graph writes touched, for the change log (a savepoint rolled back leaves its ids:
+        # a reader forgetting one insight too many only reads it again).
+        self.touched: set[str] = set()
 
 
 class _PgAnn:
@@ -408,7 +426,7 @@ class PostgresStore(SQLStore):
 
     def __init__(
         self, url: str, *, store: str = "default", readonly: bool = False, pool: bool = False,
-        pool_max: int = POOL_MAX, oplog_retention: OplogRetention = OplogRetention(),
+        pool_max: int = POOL_MAX, oplog_retention: OplogRetention = OplogRetention(), index_dir: Path | None = None,
     ) -> None:
         psycopg = _psycopg()
         self.url = url
@@ -425,6 +443,11 @@ class PostgresStore(SQLStore):
         self._vectors: dict[tuple[str, int], VectorCache] = {}
         self._vector_lock = threading.Lock()
         self._indexed: dict[tuple[str, int], str | None] = {}
+        # The graph index file lives beside the client (`index_dir`, one per database and store), so that a
+        # fleet of agents on one database each map the graph instead of querying it.
+        key = hashlib.sha256(f"{redact(url)}|{self.schema}".encode()).hexdigest()[:16]
+        self._gindex = gindex.Holder(index_dir / f"pg-{key}{gindex.SUFFIX}") if index_dir is not None else None
+        self._gindex_lock = threading.Lock()
         try:
             boot = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as e:
@@ -602,37 +625,43 @@ class PostgresStore(SQLStore):
                         self._send_edges(tx)
                     if tx.trim_due is not None:
                         self._trim_oplog(conn, tx.trim_due)
-                    self._flush(conn, tx.levels[0])
+                    self._flush(conn, tx.levels[0], tx.touched)
             except BaseException:
                 self._gen += 1
                 raise
             finally:
                 self._local.tx = None
 
-    def _changed(self, active: int = 0, graph: bool = False, stems: int = 0) -> None:
-        """Count a change (active insights, their stemmed terms, the graph): applied at commit inside a
-        transaction, at once outside one."""
-        if graph:
+    def _changed(self, active: int = 0, graph: Iterable[str] = (), stems: int = 0) -> None:
+        """Count a change (active insights, their stemmed terms, the graph: the insights it touched): applied
+        at commit inside a transaction, at once outside one."""
+        touched = set(graph)
+        if touched:
             self._gen += 1
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
             tx.levels[-1]["active"] += active
             tx.levels[-1]["stems"] += stems
-            tx.levels[-1]["graph"] += int(graph)
+            tx.levels[-1]["graph"] += int(bool(touched))
+            tx.touched |= touched
         else:
-            with self._conn() as conn:
-                self._flush(conn, {"active": active, "stems": stems, "graph": int(graph)})
+            with self._conn() as conn, conn.transaction():
+                self._flush(conn, {"active": active, "stems": stems, "graph": int(bool(touched))}, touched)
 
-    def _flush(self, conn: Any, counts: dict[str, int]) -> None:
+    def _flush(self, conn: Any, counts: dict[str, int], touched: set[str]) -> None:
         if counts["active"] or counts["stems"] or counts["graph"]:
-            conn.execute(
+            rows = conn.execute(
                 self._q(
                     "UPDATE {s}.mnemon_meta SET value = value + CASE key WHEN 'active' THEN %s "
                     "WHEN 'active_stems' THEN %s ELSE 1 END "
-                    "WHERE key IN ('active', 'active_stems') OR (key = 'graph' AND %s)"
+                    "WHERE key IN ('active', 'active_stems') OR (key = 'graph' AND %s) RETURNING key, value"
                 ),
                 (counts["active"], counts["stems"], counts["graph"] > 0),
-            )
+            ).fetchall()
+            counter = dict(rows).get("graph")
+            if counter is not None and touched:  # a store older than the log has no floor: nothing reads it
+                conn.execute(self._q("INSERT INTO {s}.graph_log SELECT %s, unnest(%s::text[])"),
+                             (counter, sorted(touched)))
 
     def _pending(self, key: str) -> int:
         """This thread's uncommitted change to a counter (its transaction reads its own writes)."""
@@ -687,7 +716,7 @@ class PostgresStore(SQLStore):
                 (ents, [e.lower() for e in ents], ins.id),
             )
         active = ins.deleted_at is None
-        self._changed(active=int(active), graph=True, stems=len(stems) if active else 0)
+        self._changed(active=int(active), graph=[ins.id], stems=len(stems) if active else 0)
 
     def count_active(self) -> int:
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = 'active'")
@@ -721,10 +750,11 @@ class PostgresStore(SQLStore):
             self._exec(
                 "UPDATE {s}.vectors SET active = false, vec_seq = %s WHERE id = ANY(%s::text[])", (self._stamp(), ids)
             )
-        self._exec(
-            "DELETE FROM {s}.edges WHERE source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[])", (ids, ids)
+        ends = self._exec(  # every neighbour's adjacency loses the edges removed here
+            "DELETE FROM {s}.edges WHERE source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[]) "
+            "RETURNING source_id, target_id", (ids, ids)
         )
-        self._changed(active=-sum(1 for r in was_active if r[0]), graph=True,
+        self._changed(active=-sum(1 for r in was_active if r[0]), graph={*ids, *(i for r in ends for i in r)},
                       stems=-sum(r[1] for r in was_active if r[0]))
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
@@ -798,6 +828,27 @@ class PostgresStore(SQLStore):
             return {}
         rows = self._exec("SELECT id, terms FROM {s}.insights WHERE id = ANY(%s::text[])", (ids,))
         return {r[0]: frozenset(r[1]) for r in rows}
+
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
+        """Every active insight (or the active ones among ids) as a graph index file holds it (`gindex.py`)."""
+        return self._index_rows(self._exec, ids)
+
+    def _index_rows(self, run: Callable[..., list[tuple[Any, ...]]], ids: Sequence[str] | None) -> list[IndexRow]:
+        sql = ("SELECT id, importance, created_at, category, source, terms, stems, n_tokens FROM {s}.insights "
+               "WHERE deleted_at IS NULL")
+        ent = ("SELECT e.insight_id, e.entity_lower FROM {s}.insight_entities e JOIN {s}.insights i "
+               "ON i.id = e.insight_id WHERE i.deleted_at IS NULL")
+        if ids is None:
+            rows, pairs = run(sql + " ORDER BY seq"), run(ent)
+        else:
+            want = list(dict.fromkeys(ids))
+            rows = run(sql + " AND id = ANY(%s::text[]) ORDER BY seq", (want,))
+            pairs = run(ent + " AND e.insight_id = ANY(%s::text[])", (want,))
+        ents: dict[str, list[str]] = {}
+        for i, e in pairs:
+            ents.setdefault(i, []).append(e)
+        return [IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", list(r[5]), ents.get(r[0], []), list(r[6]),
+                         r[7]) for r in rows]
 
     def term_scores(self, term: str) -> list[tuple[str, float]]:
         # The postings (GIN over the term keys) and the two totals come from one statement, so from one
@@ -961,14 +1012,14 @@ class PostgresStore(SQLStore):
             tx.edges.append(row)  # sent before this transaction's next statement (see `_conn`)
         else:
             self._exec(_UPSERT_EDGE, row)
-        self._changed(graph=True)
+        self._changed(graph=(edge.source_id, edge.target_id))
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
         self._exec(
             "DELETE FROM {s}.edges WHERE source_id = %s AND target_id = %s AND edge_type = %s",
             (source_id, target_id, str(edge_type)),
         )
-        self._changed(graph=True)
+        self._changed(graph=(source_id, target_id))
 
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
         rows = list(dict.fromkeys(keys))
@@ -1007,7 +1058,87 @@ class PostgresStore(SQLStore):
         return (int(r[0]) if r else 0), self._gen
 
     def graph_changes(self, since: Hashable, now: Hashable) -> set[str] | None:
-        return None  # no journal yet: several threads share this store's pool, readers start over
+        return None  # no journal of its own (threads share the pool): `graph_changes_since` reads the log
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        rows = self._exec(
+            "SELECT (SELECT value FROM {s}.mnemon_meta WHERE key = 'graph_log_floor'), insight_id FROM "
+            "(SELECT DISTINCT insight_id FROM {s}.graph_log WHERE counter > %s AND counter <= %s) l "
+            "RIGHT JOIN (SELECT 1) one ON true", (since, now)
+        )
+        floor = rows[0][0]
+        if floor is None or since < floor or since > now:
+            return None
+        ids = {r[1] for r in rows if r[1] is not None}
+        return None if "*" in ids else ids
+
+    # ------------------------------------------------------------------ the graph index file (gindex.py)
+
+    def _meta_value(self, key: str) -> int | None:
+        r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = %s", (key,))
+        return int(r[0]) if r else None
+
+    def graph_index(self) -> gindex.GraphIndex | None:
+        """The index file beside this client when it is whole and of this store (None: none, no place for it,
+        or this thread's transaction holds graph writes)."""
+        tx: _Tx | None = getattr(self._local, "tx", None)
+        if self._gindex is None or (tx is not None and tx.touched):
+            return None
+        with self._gindex_lock:
+            return self._gindex.get(self._meta_value("store_uid"), self.graph_version()[0])
+
+    def graph_index_state(self) -> gindex.GraphIndex | gindex.Rejected | None:
+        self.graph_index()
+        return None if self._gindex is None else self._gindex.state()
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        """Write the client's index file anew from one snapshot of the database (two bulk reads) when it is
+        missing, damaged or behind past the fold threshold (`force`: at all)."""
+        if self._gindex is None or getattr(self._local, "tx", None) is not None:
+            return 0
+        path = self._gindex.path
+        cur = self.graph_index()
+        if cur is not None:
+            r = self._one(
+                "SELECT count(*), coalesce(bool_or(insight_id = '*'), false), "
+                "(SELECT value FROM {s}.mnemon_meta WHERE key = 'graph_log_floor') FROM {s}.graph_log "
+                "WHERE counter > %s", (cur.counter,)
+            )
+            rows, unknown, floor = int(r[0]), bool(r[1]), int(r[2] or 0)  # type: ignore[index]
+            if not unknown and floor <= cur.counter and (
+                rows == 0 if force else rows < max(gindex.FOLD_MIN, gindex.FOLD_SHARE * cur.n)
+            ):
+                return 0
+        elif self.count_active() < gindex.MIN_ROWS:
+            return 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return 0
+        with gindex.writer_lock(path) as mine:
+            if not mine:
+                return 0
+            gindex.remove_leftovers(path)
+            psycopg = _psycopg()
+            with self._pool.connection() as conn:
+                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for all three
+                try:
+                    with conn.transaction():
+                        counter = int(conn.execute(self._q(
+                            "SELECT coalesce((SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'), 0)")).fetchone()[0])
+                        rows_ = self._index_rows(lambda q, a=(): conn.execute(self._q(q), a).fetchall(), None)
+                        edges = conn.execute(self._q(
+                            "SELECT source_id, target_id, edge_type, weight, "
+                            "CASE WHEN edge_type = 'temporal' THEN metadata->>'sub_type' END FROM {s}.edges"))
+                        size = gindex.build(path, uid=self._meta_value("store_uid") or 0, counter=counter,
+                                            rows=rows_, edges=edges)
+                finally:
+                    conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+        if not self.readonly:  # readers of an older file see the floor moved and map the new one
+            with self.transaction():
+                self._exec("DELETE FROM {s}.graph_log WHERE counter <= %s", (counter,))
+                self._exec("UPDATE {s}.mnemon_meta SET value = %s WHERE key = 'graph_log_floor'", (counter,))
+        return size
 
     # ------------------------------------------------------------------ oplog
 
@@ -1281,7 +1412,8 @@ def drop_store(url: str, store: str) -> bool:
 def open_store(settings: Settings) -> PostgresStore:
     # Long-lived processes (MCP server, framework apps) share a pool; a CLI call needs one connection.
     return PostgresStore(settings.database_url or "", store=settings.store, readonly=settings.readonly,
-                         pool=settings.origin != "cli", oplog_retention=settings.oplog_retention)
+                         pool=settings.origin != "cli", oplog_retention=settings.oplog_retention,
+                         index_dir=settings.data_dir / "graph-index")
 
 
 class Schemas:

@@ -22,7 +22,7 @@ from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
 from .base import NO_FILTERS, AnnSearch, Filters
-from .vectors import VectorCache, normalise
+from .vectors import VectorCache, nearest
 
 INSIGHT_COLUMNS = (
     "id", "content", "category", "importance", "tags", "entities", "source", "access_count", "created_at",
@@ -305,15 +305,7 @@ class SQLStore:
     def nearest(self, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The exact answer from the matrix, or the ANN index's where one serves (a backend whose database
         searches by itself overrides this)."""
-        vec = np.asarray(vector, dtype=np.float32)
-        index = self.ann_index(model, int(vec.shape[0]))
-        if index is not None:
-            keys, cos = index.search(vec, k)
-            return [(i, float(c)) for i, c in zip(index.ids(keys), cos) if i is not None]
-        ids, mat = self.vector_matrix(model, int(vec.shape[0]))
-        cos = mat @ normalise(vec)
-        best = sorted(range(len(ids)), key=lambda r: (-cos[r], ids[r]))[:k]
-        return [(ids[r], float(cos[r])) for r in best]
+        return nearest(self, model, vector, k)
 
     def unembedded(self, model: str, limit: int) -> list[Insight]:
         rows = self._exec(
@@ -343,6 +335,11 @@ class SQLStore:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ edges
+
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
+        for e in edges:
+            self.upsert_edge(e)  # type: ignore[attr-defined]
 
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         out: dict[tuple[str, str, str], Edge] = {}  # by key: an edge between two statements' ids comes twice
@@ -419,6 +416,20 @@ class SQLStore:
         for match, args in self.dialect.any_of(list(dict.fromkeys(among)), 900):  # the target index
             out.update(r[0] for r in self._exec(f"{sql} AND e.target_id {match}", args))
         return out
+
+    # ------------------------------------------------------------------ no graph index file by default
+
+    def graph_index(self) -> None:
+        return None
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        return None
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        return 0
+
+    def graph_index_state(self) -> None:
+        return None
 
     # ------------------------------------------------------------------ oplog
 

@@ -27,7 +27,7 @@ from ..config import STORE_NAME_RE, OplogRetention, Settings, create_private_fil
 from ..errors import StoreError
 from ..models import Edge, Insight
 from ..text import document, terms, token_set
-from . import ann, base
+from . import ann, base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
 from .sql import (
@@ -256,9 +256,29 @@ def _m008_requests(db: sqlite3.Connection) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, created_at TEXT NOT NULL) WITHOUT ROWID")
 
 
+def _m009_graph_log(db: sqlite3.Connection) -> None:
+    """Which insights each committed graph change touched, by the counter it moved to: what a process holding
+    the graph index file (`gindex.py`) reads instead of the store for everything else. The log starts at the
+    current counter (`graph_log_floor`: changes up to it are not logged); a random store id ties an index
+    file to this store."""
+    _script(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS graph_log (counter INTEGER NOT NULL, insight_id TEXT NOT NULL);
+        CREATE INDEX IF NOT EXISTS idx_graph_log_counter ON graph_log(counter)
+        """,
+    )
+    db.execute(
+        "INSERT OR IGNORE INTO mnemon_meta (key, value) "
+        "SELECT 'graph_log_floor', coalesce((SELECT value FROM mnemon_meta WHERE key = 'graph'), 0)"
+    )
+    db.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('store_uid', ?)",
+               (int.from_bytes(os.urandom(7), "little"),))
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
-    _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests,
+    _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests, _m009_graph_log,
 ]
 
 
@@ -316,6 +336,7 @@ class SQLiteStore(SQLStore):
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
+        self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
         try:
             if readonly:
                 if not self.path.exists():
@@ -406,6 +427,7 @@ class SQLiteStore(SQLStore):
                     if self._graph_dirty:
                         self._graph_dirty = False
                         counter = self._bump_graph()
+                        self._log_graph(counter, self._journal.pending())
                     if self._trim_due is not None:
                         self._trim_oplog(self._trim_due)
                     try:
@@ -675,16 +697,22 @@ class SQLiteStore(SQLStore):
     # ------------------------------------------------------------------ edges
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._graph_write([edge.source_id, edge.target_id])
-        self.db.execute(
+        self.upsert_edges([edge])
+
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        if not edges:
+            return
+        self._graph_write([i for e in edges for i in (e.source_id, e.target_id)])
+        self.db.executemany(
             # An upsert, not INSERT OR REPLACE: with foreign keys on, REPLACE deletes and re-inserts.
             "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?,?,?,?,?,?) "
             "ON CONFLICT (source_id, target_id, edge_type) DO UPDATE SET weight = excluded.weight, "
             "metadata = excluded.metadata, created_at = excluded.created_at",
-            (
-                edge.source_id, edge.target_id, str(edge.edge_type), edge.weight,
-                json.dumps(edge.metadata, ensure_ascii=False, sort_keys=True), edge.created_at,
-            ),
+            [
+                (e.source_id, e.target_id, str(e.edge_type), e.weight,
+                 json.dumps(e.metadata, ensure_ascii=False, sort_keys=True), e.created_at)
+                for e in edges
+            ],
         )
 
     def existing_edges(self, keys: Collection[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
@@ -735,11 +763,113 @@ class SQLiteStore(SQLStore):
             self._journal.begin(self._graph_gen)
             self._graph_gen += 1
             self._journal.touch(ids)
-            self._journal.commit(self._bump_graph(), self._graph_gen)
+            counter = self._bump_graph()
+            self._log_graph(counter, self._journal.pending())
+            self._journal.commit(counter, self._graph_gen)
         else:
             self._graph_gen += 1
             self._journal.touch(ids)
             self._graph_dirty = True
+
+    def _log_graph(self, counter: int, ids: frozenset[str] | None) -> None:
+        """The change log row(s) of the commit moving the counter to `counter` ('*': it touched too many)."""
+        self.db.executemany("INSERT INTO graph_log VALUES (?, ?)", [(counter, i) for i in (("*",) if ids is None else ids)])
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        floor = self._meta("graph_log_floor")
+        if floor is None or since < floor or since > now:
+            return None
+        ids = {r[0] for r in self.db.execute(
+            "SELECT insight_id FROM graph_log WHERE counter > ? AND counter <= ?", (since, now))}
+        return None if "*" in ids else ids
+
+    def _meta(self, key: str) -> int | None:
+        r = self.db.execute("SELECT value FROM mnemon_meta WHERE key = ?", (key,)).fetchone()
+        return r[0] if r else None
+
+    # ------------------------------------------------------------------ the graph index file (gindex.py)
+
+    def graph_index(self) -> gindex.GraphIndex | None:
+        """The index file beside this database when it is whole and of this store; None without one, while
+        this connection's transaction holds graph writes (the file knows only committed rows), or when the
+        file fails a check (then `graph_index_state` says why)."""
+        with self._lock:
+            if self._graph_dirty:
+                return None
+            return self._gindex.get(self._meta("store_uid"), self.graph_version()[0])
+
+    def graph_index_state(self) -> gindex.Rejected | gindex.GraphIndex | None:
+        self.graph_index()
+        return self._gindex.state()
+
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[gindex.IndexRow]:
+        """Every active insight (or the active ones among ids) as the graph index holds it."""
+        sql = (
+            "SELECT i.id, i.importance, i.created_at, i.category, i.source, "
+            "(SELECT terms FROM insights_fts WHERE rowid = i.rowid), "
+            "(SELECT terms FROM insights_bm25 WHERE rowid = i.rowid), i.n_tokens FROM insights i "
+            "WHERE +i.deleted_at IS NULL"  # unary +: the id index, not a scan of every active row (sql.where)
+        )
+        ent = "SELECT e.insight_id, e.entity_lower FROM insight_entities e"
+        rows: list[tuple[Any, ...]] = []
+        ents: dict[str, list[str]] = {}
+        if ids is None:
+            rows = self.db.execute(sql).fetchall()
+            for i, e in self.db.execute(ent):
+                ents.setdefault(i, []).append(e)
+        else:
+            for chunk, q in in_chunks(list(dict.fromkeys(ids)), 900):
+                rows += self.db.execute(f"{sql} AND i.id IN ({q})", chunk).fetchall()
+                for i, e in self.db.execute(f"{ent} WHERE e.insight_id IN ({q})", chunk):
+                    ents.setdefault(i, []).append(e)
+        return [
+            gindex.IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", (r[5] or "").split(), ents.get(r[0], []),
+                            None if r[6] is None else r[6].split(), r[7] or 0)
+            for r in rows
+        ]
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        """Write the index file anew when it is missing, damaged or stale past the fold threshold (`force`:
+        whenever it is behind); 0 when nothing was written (read-only, too small, another process writing)."""
+        if self.readonly or self._depth > 0:
+            return 0
+        path = gindex.path_for(self.path)
+        with self._lock:
+            cur = self.graph_index()
+            if cur is not None:
+                # Log rows since the file (an insight touched twice counts twice: a cheap upper bound).
+                rows, unknown = self.db.execute(
+                    "SELECT count(*), coalesce(max(insight_id = '*'), 0) FROM graph_log WHERE counter > ?",
+                    (cur.counter,),
+                ).fetchone()
+                floor = self._meta("graph_log_floor") or 0
+                if not unknown and floor <= cur.counter and (
+                    rows == 0 if force else rows < max(gindex.FOLD_MIN, gindex.FOLD_SHARE * cur.n)
+                ):
+                    return 0
+            elif self.count_active() < gindex.MIN_ROWS:
+                return 0
+            with gindex.writer_lock(path) as mine:
+                if not mine:
+                    return 0
+                gindex.remove_leftovers(path)
+                self.db.execute("BEGIN")  # one snapshot: the counter, the rows and the edges agree
+                try:
+                    counter = self.graph_version()[0]
+                    size = gindex.build(
+                        path, uid=self._meta("store_uid") or 0, counter=counter, rows=self.index_rows(),
+                        edges=self.db.execute(
+                            "SELECT source_id, target_id, edge_type, weight, CASE WHEN edge_type = 'temporal' "
+                            "THEN json_extract(metadata, '$.sub_type') END FROM edges"
+                        ),
+                    )
+                finally:
+                    self.db.execute("COMMIT")
+            # Readers of an older file ask the log from its counter on: they see the floor moved and reopen.
+            with self.transaction():
+                self.db.execute("DELETE FROM graph_log WHERE counter <= ?", (counter,))
+                self.db.execute("UPDATE mnemon_meta SET value = ? WHERE key = 'graph_log_floor'", (counter,))
+            return size
 
     def _bump_graph(self) -> int:
         """Move the committed 'graph' counter; its new value."""

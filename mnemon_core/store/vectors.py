@@ -7,7 +7,12 @@ writes from another process are seen on the next query at the cost of the change
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .base import Vectors
 
 
 def encode(vec: np.ndarray) -> bytes:
@@ -86,3 +91,16 @@ class VectorCache:
                 idx = np.flatnonzero(live)
                 self._snapshot = [self._ids[i] for i in idx.tolist()], self._mat[idx]
         return self._snapshot
+
+
+def nearest(store: Vectors, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """`Vectors.nearest` from the store's ANN index where one serves, else exactly from its matrix."""
+    vec = np.asarray(vector, dtype=np.float32)
+    index = store.ann_index(model, int(vec.shape[0]))
+    if index is not None:
+        keys, cos = index.search(vec, k)
+        return [(i, float(c)) for i, c in zip(index.ids(keys), cos) if i is not None]
+    ids, mat = store.vector_matrix(model, int(vec.shape[0]))
+    cos = mat @ normalise(vec)
+    best = sorted(range(len(ids)), key=lambda r: (-cos[r], ids[r]))[:k]
+    return [(ids[r], float(cos[r])) for r in best]

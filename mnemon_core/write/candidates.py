@@ -23,6 +23,14 @@ from .constants import (
 from .semantic import ranked
 
 
+def token_tops(store: Store, tokens: frozenset[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
+    """`Store.token_tops`, from the recall memo's graph index file where the store keeps one (`recall/graph.py`:
+    the postings are mapped, not read), else from the store."""
+    from ..recall.graph import graph_view
+
+    return graph_view(store).token_tops(tokens, limit) or store.token_tops(tokens, limit)
+
+
 def semantic_candidates(
     store: Store, new: Insight, tokens: frozenset[str], cosines: dict[str, float] | None,
     by_overlap: list[TokenHit] | None = None,

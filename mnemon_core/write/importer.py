@@ -4,7 +4,7 @@ the write pipeline, for a whole validated draft (`draft.py`) at once.
 Insights are written in batches, each batch embedded in one call (outside the transaction) and committed as
 one transaction, so an import killed midway leaves whole batches and no half-written insight, and running it
 again skips what is already there (exact duplicates map to the existing id). A final transaction adds the
-conversation steps and the explicit edges, rebuilds the temporal backbone through the imported items,
+conversation steps (between consecutive items of one `session`) and the explicit edges, rebuilds the temporal backbone through the imported items,
 refreshes EI and runs auto-prune once.
 """
 
@@ -23,6 +23,7 @@ from ..progress import progress_bar
 from ..store import NO_FILTERS, Filters, Store
 from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
+from . import similarity
 from .pipeline import resolve, write_insight
 from .temporal import conversation_steps, repair_backbone
 
@@ -49,6 +50,7 @@ class _Importer:
         self.results: list[ImportItem | None] = [None] * n
         self.added: dict[str, str] = {}  # id → source, of insights this run wrote
         self.skipped: list[str] = []  # existing ids that draft items duplicated
+        self._cos: similarity.BatchCosines | None = None  # the batch's semantic cosines
 
     def run(self) -> ImportResult:
         n = len(self.draft.insights)
@@ -84,19 +86,25 @@ class _Importer:
             vectors = dict(zip(todo, vecs))
             ctx.fold_stale_index(int(vecs.shape[1]))
         now, ts = ctx.clock()
+        self._cos = similarity.BatchCosines(store, model, emb.calibration, vectors, floor=SEMANTIC_AUTO_LINK) if (
+            vectors and emb is not None and model is not None) else None
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
                 view = BatchView(store)
-                done = [self._one(view, i, vectors.get(i), model, now, ts) for i in batch]
+                done = [self._wrote(self._one(view, i, vectors.get(i), model, now, ts)) for i in batch]
+                _refresh_ei(view, done, ts)
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
             done = []
+            if self._cos is not None:
+                self._cos.forget_written()  # they were rolled back
             with store.transaction():
                 view = BatchView(store)
                 for i in batch:
                     try:
                         with store.transaction():  # a savepoint: a failing insight leaves nothing behind
                             row = self._one(view, i, vectors.get(i), model, now, ts)
-                        done.append(row)
+                            _refresh_ei(view, [row], ts)
+                        done.append(self._wrote(row))
                     except Exception as e:  # noqa: BLE001 — partial success: reported per item
                         view = BatchView(store)  # it may remember what the savepoint undid
                         err = f"{type(e).__name__}: {e}"
@@ -111,6 +119,13 @@ class _Importer:
                 self.skipped.append(item.id)
             else:
                 self.added[item.id] = source
+
+    def _wrote(self, row: tuple[ImportItem, str | None]) -> tuple[ImportItem, str | None]:
+        """Later insights of the batch compare their vectors with this one, once it is written."""
+        item, source = row
+        if source is not None and self._cos is not None:
+            self._cos.wrote(item.index, item.id)
+        return row
 
     def _one(
         self, view: BatchView, i: int, vector: np.ndarray | None, model: str | None, now: str, ts: float
@@ -133,9 +148,9 @@ class _Importer:
             entities=ents, source=source, created_at=created, updated_at=created, stored_at=now,
         )
         tokens = tokens_of(di.content, di.tags, ents)
-        cos = ctx.cosines(vector, floor=SEMANTIC_AUTO_LINK) if vector is not None else {}
+        cos = self._cos.of(i) if vector is not None and self._cos is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
-        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts)
+        write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts, ei=False)
         view.inserted(ins, tokens)
         ctx.log("import", new_id, ctx.detail(di.content), now)
         return ImportItem(index=i, id=new_id, content=di.content, action="added"), source
@@ -179,16 +194,25 @@ class _Importer:
 
     def _steps(self) -> list[tuple[str, str]]:
         """The conversation's steps: consecutive items of one session, in draft order, at least one of them
-        written by this import."""
+        written by this import. An item without a session belongs to no conversation: a draft of unrelated
+        facts gains no conversation edges."""
         items, steps = self.draft.insights, []
         for i in range(1, len(items)):
             a, b = self.ids[i - 1], self.ids[i]
-            if a is None or b is None or a == b or items[i - 1].session != items[i].session:
+            session = items[i].session
+            if a is None or b is None or a == b or session is None or items[i - 1].session != session:
                 continue
             if a not in self.added and b not in self.added:  # both were there before this import
                 continue
             steps.append((a, b))
         return steps
+
+
+def _refresh_ei(view: BatchView, done: list[tuple[ImportItem, str | None]], ts: float) -> None:
+    """The EI of the insights just written, once for the batch (each insight's edges are all written by then);
+    sends the held edges."""
+    lifecycle.refresh_ei(view, [item.id for item, source in done if source is not None], ts)
+    view.flush()
 
 
 class BatchView:
@@ -199,12 +223,14 @@ class BatchView:
     source, and the known-entity path's "is this word a stored entity". Here each question is asked of the
     store once per batch and the answer is kept up to date in memory as the batch inserts (`inserted`), so the
     answers are the store's own: inside the batch transaction nobody else writes and nothing is deleted. The
-    writes and the other look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
+    edges are held and sent in one statement (`flush`: before an edge is read, and at the end of the batch);
+    the other writes and look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
     sees other writers.
     """
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._edges: list[Edge] = []
         self._entity: dict[str, list[tuple[str, str]]] = {}  # entity → [(created_at, id)], most recent first
         self._source: dict[str, list[Insight]] = {}  # source → insights, most recent first
         self._tokens: dict[str, frozenset[str]] = {}
@@ -276,7 +302,12 @@ class BatchView:
         self._store.set_vector(id, vector, model)
 
     def upsert_edge(self, edge: Edge) -> None:
-        self._store.upsert_edge(edge)
+        self._edges.append(edge)
+
+    def flush(self) -> None:
+        """Send the held edges to the store."""
+        edges, self._edges = self._edges, []
+        self._store.upsert_edges(edges)
 
     def set_effective_importance(self, values: dict[str, float]) -> None:
         self._store.set_effective_importance(values)
@@ -291,4 +322,5 @@ class BatchView:
         return self._store.get_insights(ids)
 
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        self.flush()
         return self._store.edge_counts(ids)

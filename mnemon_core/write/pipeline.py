@@ -39,9 +39,11 @@ def write_insight(
     session: str | None = None,
     now: str,
     now_ts: float | None = None,
+    ei: bool = True,
 ) -> tuple[EdgesCreated, float]:
-    """Insert one insight with its edges; returns the edges created and its effective importance. `session`:
-    the remember session it continues (conversation edge, temporal builder)."""
+    """Insert one insight with its edges; returns the edges created and its effective importance (0 with
+    `ei=False`: the importer refreshes the EI of everything it touched once, at its end). `session`: the
+    remember session it continues (conversation edge, temporal builder)."""
     store.insert_insight(ins, tokens)
     if vector is not None and vector_model:
         store.set_vector(ins.id, vector, vector_model)
@@ -51,5 +53,6 @@ def write_insight(
         causal=create_causal_edges(store, ins, tokens, now),
         semantic=create_semantic_edges(store, ins, cosines or {}, now),
     )
-    ei = refresh_ei(store, [ins.id], now_ts).get(ins.id, 0.0)
-    return created, ei
+    if not ei:
+        return created, 0.0
+    return created, refresh_ei(store, [ins.id], now_ts).get(ins.id, 0.0)

@@ -33,3 +33,59 @@ def cosines(
     cal = calibration(mat @ vector.astype(np.float32))
     keep = np.flatnonzero(cal >= floor)
     return {ids[i]: float(cal[i]) for i in keep}
+
+
+# Matrix rows multiplied at once by a batch's vectors (bounds the product's memory: rows × batch floats).
+_ROWS_PER_PRODUCT = 32_768
+
+
+class BatchCosines:
+    """`cosines` for every insight of one import batch from one matrix product, not a scan per insight.
+
+    Insight i of the batch is compared with the store's embedded active insights as of the batch's start and
+    with the batch's insights written before it (as the per-insight scan inside the batch's transaction would
+    see them): the first from the product of the store's matrix with the batch's vectors (only the cosines
+    ≥ floor are kept), the second from the batch's own Gram matrix. A store that keeps an ANN index answers
+    each insight from it instead (sub-linear, `cosines`)."""
+
+    def __init__(
+        self, store: Store, model: str, calibration: Calibration, vectors: dict[int, np.ndarray], *, floor: float,
+    ) -> None:
+        self._store, self._model, self._cal, self._floor = store, model, calibration, floor
+        self._vectors = vectors
+        self._col = {i: c for c, i in enumerate(sorted(vectors))}
+        self._written: list[tuple[int, str]] = []  # (column, id) of the batch's insights written so far
+        dim = int(next(iter(vectors.values())).shape[0]) if vectors else 0
+        self._index = store.ann_index(model, dim) if vectors else None
+        self._found: dict[int, dict[str, float]] = {c: {} for c in self._col.values()}
+        if not vectors or self._index is not None:
+            return
+        batch = np.stack([vectors[i] for i in sorted(vectors)]).astype(np.float32)
+        self._gram = np.asarray(calibration(batch @ batch.T))
+        ids, mat = store.vector_matrix(model, dim)
+        for lo in range(0, len(ids), _ROWS_PER_PRODUCT):
+            cal = np.asarray(calibration(mat[lo : lo + _ROWS_PER_PRODUCT] @ batch.T))
+            rows, cols = np.nonzero(cal >= floor)
+            for r, c, v in zip(rows.tolist(), cols.tolist(), cal[rows, cols].tolist()):
+                self._found[c][ids[lo + r]] = v
+
+    def of(self, i: int) -> dict[str, float]:
+        """{id: calibrated cosine ≥ floor} for the batch's insight i (its draft index)."""
+        if self._index is not None:
+            return cosines(self._store, self._model, self._cal, self._vectors[i], self._index, floor=self._floor)
+        c = self._col[i]
+        out = dict(self._found[c])
+        for other, id_ in self._written:
+            v = float(self._gram[other, c])
+            if v >= self._floor:
+                out[id_] = v
+        return out
+
+    def wrote(self, i: int, id_: str) -> None:
+        """The batch's insight i was written as id_ (later insights of the batch see it)."""
+        if self._index is None and i in self._col:
+            self._written.append((self._col[i], id_))
+
+    def forget_written(self) -> None:
+        """The batch's writes so far were rolled back."""
+        self._written.clear()

@@ -1,0 +1,203 @@
+"""BEAM retrieval quality: evidence recall@k of mnemon's recall next to FTS5, dense and RRF baselines, per ability.
+
+BEAM (Tavakoli et al., ICLR 2026): one user and an assistant working on a project across batches (sessions).
+Each chat goes into its own store through the LoCoMo harness's machinery (`benchmarks/locomo.py`: the same
+rankers, metric, stores, ablations and report), one insight per message:
+- content `"<role>: <text>"`, the plan marker (`" ->-> 1,1"`) stripped, cut to the insight limit (8,000 bytes, at
+  whitespace: `faces.chunks`); `source` the role; `session` the batch (`"batch 2"`);
+- `created_at` the batch's time anchor (the first message of a batch carries it, e.g. `"April-05-2024"`) plus
+  one minute per message of the chat, so a later message is newer (an agent's memory has real times);
+- questions of the six retrieval-shaped abilities with evidence; evidence = `source_chat_ids` flattened (lists,
+  nested lists, or dicts of lists such as `{"original_info": [..], "updated_info": [..]}`), ids naming no
+  message dropped and counted. Event ordering, summarization and instruction following ask for every mention,
+  abstention has no evidence: they are not scored.
+
+    python -m benchmarks.beam                          # every ranker; the Markdown tables
+    python -m benchmarks.beam --rankers fts5,mnemon-none --chats 100K-1,100K-2
+    python -m benchmarks.beam --ablations              # mnemon variants
+
+`load_chats` is the loader other harnesses import: `Conversation(sample_id, turns, questions)`, each turn with
+`dia_id` (the message id as a string), `session`, `speaker` (role), `content`, `created_at`; each question with
+`question`, `category` (the ability) and `evidence` (message ids as strings).
+
+BEAM (mohammadtavakoli78/BEAM) is used for evaluation only and never shipped in the package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python benchmarks/beam.py` as well as `python -m benchmarks.beam`
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import locomo as L
+from mnemon_core.faces import chunks
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev.json"
+DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "beam_recall_at_k.png"
+
+# The retrieval-shaped abilities, in the table's order (name → column label).
+ABILITIES = {
+    "contradiction_resolution": "contradiction",
+    "information_extraction": "extraction",
+    "knowledge_update": "update",
+    "multi_session_reasoning": "multi-session",
+    "preference_following": "preference",
+    "temporal_reasoning": "temporal",
+}
+PLAN_MARKER = re.compile(r"\s*->->\s*\d+,\d+$")
+TIME_ANCHOR = "%B-%d-%Y"  # "March-15-2024"
+MESSAGE_STEP = timedelta(minutes=1)  # created_at advances this much per message of a chat
+ASKED = "questions (six retrieval-shaped abilities, with evidence)"
+
+
+@dataclass(frozen=True)
+class Message(L.Turn):
+    """A BEAM message as a LoCoMo-harness turn: `dia_id` the message id, `speaker` the role, `batch` its
+    batch number; `content` is what the insight holds."""
+
+    batch: int = 0
+
+    @property
+    def content(self) -> str:
+        return message_content(self.speaker, self.text)
+
+    @property
+    def session(self) -> str:
+        return f"batch {self.batch}"
+
+
+def strip_marker(text: str) -> str:
+    """The message without its trailing plan marker (`"... ->-> 1,1"`)."""
+    return PLAN_MARKER.sub("", text.strip()).strip()
+
+
+def message_content(role: str, text: str) -> str:
+    """`"<role>: <text>"`, cut to the insight limit at whitespace."""
+    return next(chunks(f"{role}: {text}"))
+
+
+def parse_time_anchor(text: str) -> datetime:
+    """`"March-15-2024"` → 2024-03-15 00:00 UTC."""
+    return datetime.strptime(text.strip(), TIME_ANCHOR).replace(tzinfo=UTC)
+
+
+def flatten_ids(value: Any) -> Iterator[int]:
+    """Every message id in `source_chat_ids`: a list, a nested list, or a dict of lists."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from flatten_ids(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from flatten_ids(v)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield value
+
+
+def _messages(chat: list[dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any], datetime | None]]:
+    """(batch number, message, the batch's time anchor so far) in chat order."""
+    for batch in chat:
+        anchor = batch.get("time_anchor")
+        when = parse_time_anchor(anchor) if anchor else None
+        for turn in batch["turns"]:
+            for msg in turn:
+                if msg.get("time_anchor"):
+                    when = parse_time_anchor(msg["time_anchor"])
+                yield int(batch["batch_number"]), msg, when
+
+
+def parse_chat(sample: dict[str, Any]) -> L.Conversation:
+    """One BEAM chat → its messages in chat order and the questions this benchmark asks."""
+    turns: list[Message] = []
+    when = None
+    for n, (batch, msg, anchor) in enumerate(_messages(sample["chat"])):
+        when = anchor or when
+        if when is None:
+            raise ValueError(f"{sample.get('id')}: message {msg.get('id')} comes before any time anchor")
+        created = (when + n * MESSAGE_STEP).strftime("%Y-%m-%dT%H:%M:%SZ")
+        turns.append(Message(str(msg["id"]), str(msg["role"]), strip_marker(str(msg["content"])), None, created,
+                             batch))
+    known = {t.dia_id for t in turns}
+    questions: list[L.Question] = []
+    dropped = 0
+    for ability in ABILITIES:
+        for q in sample.get("questions", {}).get(ability, []):
+            ids = list(dict.fromkeys(str(i) for i in flatten_ids(q.get("source_chat_ids"))))
+            evidence = tuple(i for i in ids if i in known)
+            dropped += len(ids) - len(evidence)
+            if evidence:
+                questions.append(L.Question(str(q["question"]), ability, evidence))
+    return L.Conversation(str(sample.get("id", "")), tuple(turns), tuple(questions), dropped)
+
+
+def load_chats(path: str | Path = DEFAULT_DATA, only: Sequence[str] | None = None) -> list[L.Conversation]:
+    """The chats of a BEAM file (`shared/data/beam-dev.json`'s format), optionally only those ids."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    chats = [parse_chat(s) for s in data]
+    if only:
+        wanted = set(only)
+        chats = [c for c in chats if c.sample_id in wanted]
+    return chats
+
+
+# ---------------------------------------------------------------------------------------------------- report
+
+
+def ability_markdown(result: L.Run) -> str:
+    """R@1/5/10/20 per ranker and ability."""
+    lines = ["| ranker | ability | n | " + " | ".join(f"R@{k}" for k in L.KS) + " |",
+             "| --- | --- | ---: |" + " ---: |" * len(L.KS)]
+    for name, s in result.scores().items():
+        for ability in ABILITIES:
+            if ability in s.n_by_category:
+                cells = [name, ABILITIES[ability], str(s.n_by_category[ability]),
+                         *(f"{s.at(k, ability):.3f}" for k in L.KS)]
+                lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.beam", description=__doc__.split("\n\n")[0])
+    p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
+    default = [r for r in L.RANKERS if r != "go-v0.1.15" or L.GO_BINARY.exists()]
+    p.add_argument("--rankers", default=",".join(default), help="comma-separated subset of: " + ", ".join(L.RANKERS))
+    p.add_argument("--chats", default="", help="comma-separated chat ids (default: all)")
+    p.add_argument("--plot", nargs="?", const=str(DEFAULT_PLOT), default=None, help="write the recall@k plot (PNG)")
+    p.add_argument("--json", default=None, help="write every question's ranking to this file")
+    p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
+    p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
+    p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants")
+    args = p.parse_args(argv)
+    rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
+    only = [c.strip() for c in args.chats.split(",") if c.strip()]
+    chats = load_chats(args.data, only)
+    if not chats:
+        p.error("no chat selected")
+    store_dir = Path(args.store_dir) if args.store_dir else None
+    command = "python -m benchmarks.beam" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    if args.ablations:
+        kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
+        print(L.ablation_markdown(L.ablate(chats, kinds, store_dir=store_dir, seed=args.seed), command, ABILITIES))
+        return 0
+    result = L.run(chats, rankers, store_dir=store_dir, seed=args.seed)
+    print(L.markdown(result, command, ABILITIES, ASKED))
+    print(ability_markdown(result))
+    if args.plot:
+        path = L.plot(result.scores(), Path(args.plot), "BEAM evidence recall@k (six abilities)")
+        print(f"plot: {path}", file=sys.stderr)
+    if args.json:
+        L.dump(result, Path(args.json))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,497 @@
+"""The graph index: what recall reads of the graph, as compact arrays in one file beside the database that a
+process maps instead of querying (`recall/graph.py` reads it; the store writes it).
+
+Nodes are the active insights at one committed graph counter, in id order (so a node's number is its id rank).
+Per node: importance, created_at (text and epoch seconds), category and source codes, BM25 document length;
+the adjacency as CSR (neighbour, edge type code, weight, temporal sub-type code; one entry per neighbour and type,
+the heaviest, sorted by neighbour then type, both directions, as `Edges.adjacency` answers); the `supersedes`
+targets; postings (sorted nodes) per keyword token, per lower-case entity, per ASCII-folded source, and per
+stemmed term with its frequency.
+
+What changed since the file was written is named by the store's change log (`Store.graph_changes_since`): a
+reader reads those insights from the store and keeps them beside the file in memory (the delta), so the file
+is never believed for them. A writer folds the delta into a new file once it is large (`FOLD_MIN`,
+`FOLD_SHARE`), or when the file is missing, stale or damaged.
+
+Crash safety: a file is written whole under a temporary name, synced, then renamed over the old one, so a
+reader sees the old file or the new one. Its header carries the format version, the store's id and the
+committed graph counter it was read at, and a checksum of the header and of every section; a reader checks
+all of them when it maps the file, and a file that fails any check is not used (recall reads the store, and
+the next writer rebuilds it). One writer at a time (an advisory lock beside the file); readers take no lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import mmap
+import os
+import time
+import zlib
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from ..models import EdgeType
+
+__all__ = [
+    "EDGE_TYPES", "FOLD_MIN", "FOLD_SHARE", "MIN_ROWS", "SUB_TYPES", "GraphIndex", "IndexRow", "ascii_fold",
+    "build", "open_index",
+]
+
+FORMAT = 2
+MAGIC = b"MNEMGIX1"
+SUFFIX = ".gidx"
+ALIGN = 64
+# A writer keeps the file from this many active insights on (below it the memo reads the store in
+# milliseconds), and writes it anew once the change log holds FOLD_MIN rows since it (about 30 a remember) or
+# FOLD_SHARE of the file's nodes: a fresh reader reads that delta from the store, a fold reads everything.
+MIN_ROWS = 2_000
+FOLD_MIN = 20_000
+FOLD_SHARE = 0.25
+
+# Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
+EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))
+TYPE_CODE = {t: i for i, t in enumerate(EDGE_TYPES)}
+# Temporal sub-type code = position (0: not temporal, or a sub-type of its own). Where one pair has two temporal
+# edges of equal weight (a conversation step that is also a backbone or proximity link), the lower code wins.
+SUB_TYPES: tuple[str, ...] = ("", "conversation", "backbone", "proximity")
+SUB_CODE = {t: i for i, t in enumerate(SUB_TYPES)}
+_SUPERSEDES = TYPE_CODE["supersedes"]
+
+_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_fold(s: str) -> str:
+    """ASCII letters lower-cased, nothing else: how SQLite's NOCASE (and the Postgres store) compare sources."""
+    return s.translate(_FOLD)
+
+
+class IndexRow(NamedTuple):
+    """One active insight as the index holds it (`Store.index_rows`)."""
+
+    id: str
+    importance: int
+    created_at: str
+    category: str
+    source: str
+    tokens: list[str]  # its keyword tokens (the token postings)
+    entities: list[str]  # its entities, lower-case, distinct
+    terms: list[str] | None  # its stemmed terms in order (BM25), None when it has no BM25 row
+    n_tokens: int  # its distinct keyword tokens as the store counts them (`TokenHit.n_tokens`)
+
+
+def epoch(created_at: str) -> int:
+    """RFC 3339 → epoch seconds (0 if unparsable), for ordering "newer first" with integers."""
+    from datetime import datetime
+
+    try:
+        return int(datetime.fromisoformat(created_at).timestamp())
+    except ValueError:
+        return 0
+
+
+def path_for(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + SUFFIX)
+
+
+# ---------------------------------------------------------------------------------------------- checksums
+
+
+def _digest(buf: memoryview | bytes) -> str:
+    """Sum and xor of the section's 64-bit words (it is padded to 8 bytes): any flipped bit or zeroed page
+    changes it, and numpy reads a gigabyte in about a second on this class of machine (crc32: five)."""
+    words = np.frombuffer(buf, dtype="<u8")
+    return f"{int(words.sum(dtype=np.uint64)):016x}{int(np.bitwise_xor.reduce(words)) if words.size else 0:016x}"
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+class GraphIndex:
+    """One mapped, checked index file. Arrays are read-only views of the mapping."""
+
+    def __init__(self, path: Path, mm: mmap.mmap, header: dict, identity: tuple[int, int, int]) -> None:
+        self.path = path
+        self._mm = mm
+        self.header = header
+        self.identity = identity  # (inode, mtime ns, size): a new file at the path is a new index
+        self.counter: int = header["counter"]
+        self.uid: int = header["uid"]
+        self.built_at: float = header["built_at"]
+        self.n: int = header["n"]
+        self.n_docs: int = header["n_docs"]
+        self.total_terms: int = header["total_terms"]
+        self.cat_names: list[str] = header["cat_names"]
+        self.src_names: list[str] = header["src_names"]
+        a = self._arrays = {
+            name: np.frombuffer(mm, dtype=dtype, count=count, offset=offset)
+            for name, (dtype, count, offset, _, _) in header["sections"].items()
+        }
+        self.ids = a["ids"]
+        self.importance = a["importance"]
+        self.created = a["created"]
+        self.created_key = a["created_key"]
+        self.cat = a["cat"]
+        self.src = a["src"]
+        self.dl = a["dl"]
+        self.n_tokens = a["n_tokens"]
+        self.indptr = a["indptr"]
+        self.nbr = a["nbr"]
+        self.etype = a["etype"]
+        self.weight = a["weight"]
+        self.sub = a["sub"]
+        self.superseded = a["superseded"]
+        self.edges = int(self.nbr.shape[0])
+
+    def nbytes(self) -> int:
+        return self.identity[2]
+
+    def node_of(self, ids: list[str]) -> np.ndarray:
+        """Node of each id, -1 when the file does not hold it."""
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if not ids or self.n == 0:
+            return out
+        pos = self.insertion(ids)
+        ok = pos < self.n
+        hit = np.flatnonzero(ok)
+        keys = [ids[i].encode() for i in hit.tolist()]
+        found = [self.ids[p] == k for p, k in zip(pos[hit].tolist(), keys)]
+        out[hit[np.asarray(found, dtype=bool)]] = pos[hit][np.asarray(found, dtype=bool)]
+        return out
+
+    def insertion(self, ids: list[str]) -> np.ndarray:
+        """How many of the file's ids sort before each id."""
+        width = self.ids.dtype.itemsize
+        keys = [i.encode() for i in ids]
+        if all(len(k) <= width for k in keys):
+            return np.searchsorted(self.ids, np.array(keys, dtype=self.ids.dtype)).astype(np.int64)
+        from bisect import bisect_left
+
+        return np.fromiter((bisect_left(self.ids, k) for k in keys), dtype=np.int64, count=len(keys))
+
+    def posting(self, kind: str, key: str) -> np.ndarray:
+        """Sorted nodes holding `key` (kind: tok, ent, src, term)."""
+        lo, hi = self._span(kind, key)
+        return self._arrays[kind + "_nodes"][lo:hi]
+
+    def term_posting(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted nodes holding the stemmed term, its frequency in each)."""
+        lo, hi = self._span("term", term)
+        return self._arrays["term_nodes"][lo:hi], self._arrays["term_tf"][lo:hi]
+
+    def _span(self, kind: str, key: str) -> tuple[int, int]:
+        keys = self._arrays[kind + "_keys"]
+        k = key.encode()
+        if keys.shape[0] == 0 or len(k) > keys.dtype.itemsize:
+            return 0, 0
+        i = int(np.searchsorted(keys, np.array(k, dtype=keys.dtype)))
+        if i >= keys.shape[0] or keys[i] != k:
+            return 0, 0
+        ptr = self._arrays[kind + "_ptr"]
+        return int(ptr[i]), int(ptr[i + 1])
+
+
+class Holder:
+    """The index file at one path as a store hands it out: mapped and checked once per file (a new file at the
+    path, from another process's fold, is mapped anew); the rejection kept for `mnemon status`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._cached: GraphIndex | Rejected | None = None
+
+    def get(self, uid: int | None, counter: int) -> GraphIndex | None:
+        try:
+            st = os.stat(self.path)
+            identity: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            identity = None
+        cached = self._cached
+        if cached is not None and (identity is None or cached.identity != identity):
+            cached = None  # a memo may still read the old mapping: it goes when the last reader drops it
+        if cached is None and identity is not None:
+            cached = open_index(self.path, uid=uid, counter=counter)
+            if isinstance(cached, Rejected):
+                cached = cached._replace(identity=identity)
+        self._cached = cached
+        return cached if isinstance(cached, GraphIndex) else None
+
+    def state(self) -> GraphIndex | Rejected | None:
+        return self._cached
+
+
+class Rejected(NamedTuple):
+    """Why a file at the path was not used (`mnemon status`)."""
+
+    path: Path
+    reason: str
+    identity: tuple[int, int, int] | None = None
+
+
+def open_index(path: Path, *, uid: int | None, counter: int) -> GraphIndex | Rejected | None:
+    """The index at `path` if it is whole, of this store (`uid`) and not ahead of its committed `counter`;
+    a `Rejected` saying why not; None without a file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return Rejected(path, f"unreadable: {e.strerror}")
+    try:
+        st = os.fstat(fd)
+        if st.st_size < 24:
+            return Rejected(path, "torn: shorter than its header")
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as e:
+        return Rejected(path, f"unreadable: {e}")
+    finally:
+        os.close(fd)
+    reason = _check(mm, st.st_size)
+    if isinstance(reason, str):
+        mm.close()
+        return Rejected(path, reason)
+    header = reason
+    if uid is None or header["uid"] != uid:
+        mm.close()
+        return Rejected(path, "written for another store")
+    if header["counter"] > counter:
+        mm.close()
+        return Rejected(path, f"ahead of the store (counter {header['counter']} > {counter})")
+    return GraphIndex(path, mm, header, (st.st_ino, st.st_mtime_ns, st.st_size))
+
+
+def _check(mm: mmap.mmap, size: int) -> dict | str:
+    """The header when the file is whole, else what is wrong with it."""
+    if mm[:8] != MAGIC:
+        return "not an index file (bad magic)"
+    n = int.from_bytes(mm[8:16], "little")
+    crc = int.from_bytes(mm[16:24], "little")
+    if 24 + n > size:
+        return "torn: header runs past the end"
+    raw = mm[24 : 24 + n]
+    if zlib.crc32(raw) != crc:
+        return "damaged: header checksum"
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        return "damaged: header unreadable"
+    if header.get("format") != FORMAT:
+        return f"format {header.get('format')} (this release reads {FORMAT})"
+    if header.get("size") != size:
+        return f"torn: {size} bytes, header says {header.get('size')}"
+    for name, (dtype, count, offset, nbytes, digest) in header["sections"].items():
+        padded = (nbytes + 7) // 8 * 8
+        if offset + padded > size or count * np.dtype(dtype).itemsize != nbytes:
+            return f"damaged: section {name} out of bounds"
+        if _digest(memoryview(mm)[offset : offset + padded]) != digest:
+            return f"damaged: section {name} checksum"
+    return header
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+@contextmanager
+def writer_lock(path: Path) -> Iterator[bool]:
+    """One writer of the file at a time: True when this process holds the lock (False: another is writing,
+    or the directory is not writable)."""
+    try:
+        fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def build(
+    path: Path, *, uid: int, counter: int, rows: Iterable[IndexRow], edges: Iterable[tuple[str, str, str, float | None, str | None]],
+) -> int:
+    """Write the index of one consistent snapshot (`rows`: every active insight; `edges`: (source, target, type,
+    weight, sub-type) of every edge) at `path`, atomically. Returns the file's size."""
+    rows = sorted(rows, key=lambda r: r.id)
+    n = len(rows)
+    ids = [r.id for r in rows]
+    node = {id_: i for i, id_ in enumerate(ids)}
+    cat_names: list[str] = []
+    src_names: list[str] = []
+    cat_code: dict[str, int] = {}
+    src_code: dict[str, int] = {}
+    cat = np.zeros(n, dtype=np.int32)
+    src = np.zeros(n, dtype=np.int32)
+    dl = np.full(n, -1, dtype=np.int32)  # BM25 document length, -1: no BM25 row
+    tok: dict[str, list[int]] = {}
+    ent: dict[str, list[int]] = {}
+    srcp: dict[str, list[int]] = {}
+    term: dict[str, list[tuple[int, int]]] = {}
+    n_docs = total = 0
+    for i, r in enumerate(rows):
+        cat[i] = cat_code.setdefault(r.category, len(cat_names))
+        if cat[i] == len(cat_names):
+            cat_names.append(r.category)
+        src[i] = src_code.setdefault(r.source, len(src_names))
+        if src[i] == len(src_names):
+            src_names.append(r.source)
+        for t in set(r.tokens):
+            tok.setdefault(t, []).append(i)
+        for e in set(r.entities):
+            ent.setdefault(e, []).append(i)
+        srcp.setdefault(ascii_fold(r.source), []).append(i)
+        if r.terms is not None:
+            n_docs += 1
+            total += len(r.terms)
+            dl[i] = len(r.terms)
+            for t, tf in Counter(r.terms).items():
+                term.setdefault(t, []).append((i, tf))
+    sections: dict[str, np.ndarray] = {
+        "ids": _strings(ids),
+        "importance": np.fromiter((r.importance for r in rows), dtype=np.int16, count=n),
+        "created": _strings([r.created_at for r in rows]),
+        "created_key": np.fromiter((epoch(r.created_at) for r in rows), dtype=np.int64, count=n),
+        "cat": cat,
+        "src": src,
+        "dl": dl,
+        "n_tokens": np.fromiter((r.n_tokens for r in rows), dtype=np.int32, count=n),
+    }
+    sections.update(_csr(node, edges, n))
+    for kind, post in (("tok", tok), ("ent", ent), ("src", srcp)):
+        sections.update(_postings(kind, {k: (v, None) for k, v in post.items()}))
+    sections.update(_postings("term", {k: ([p[0] for p in v], [p[1] for p in v]) for k, v in term.items()}))
+    header = {
+        "format": FORMAT, "uid": uid, "counter": counter, "built_at": time.time(), "n": n, "n_docs": n_docs,
+        "total_terms": total, "cat_names": cat_names, "src_names": src_names,
+    }
+    return _write(path, header, sections)
+
+
+def _strings(values: list[str]) -> np.ndarray:
+    enc = [v.encode() for v in values]
+    width = max((len(e) for e in enc), default=1) or 1
+    return np.array(enc, dtype=f"S{width}")
+
+
+def _csr(node: dict[str, int], edges: Iterable[tuple[str, str, str, float | None, str | None]], n: int) -> dict[str, np.ndarray]:
+    """Adjacency of every node: both directions, other end active, no self-loops or unknown types; per
+    (node, neighbour, type) the heaviest edge (then the lowest sub-type code), sorted by neighbour, type."""
+    s: list[int] = []
+    d: list[int] = []
+    t: list[int] = []
+    w: list[float] = []
+    u: list[int] = []
+    superseded: set[int] = set()
+    get = node.get
+    for a, b, typ, weight, sub in edges:
+        i, j, c = get(a), get(b), TYPE_CODE.get(typ)
+        if i is None or j is None or c is None:
+            continue
+        if c == _SUPERSEDES:
+            superseded.add(j)
+        if i == j:
+            continue
+        s.append(i)
+        d.append(j)
+        t.append(c)
+        w.append(0.0 if weight is None else weight)
+        u.append(SUB_CODE.get(sub or "", 0))
+    src = np.asarray(s + d, dtype=np.int64)
+    dst = np.asarray(d + s, dtype=np.int64)
+    etype = np.asarray(t + t, dtype=np.int8)
+    weight_a = np.asarray(w + w, dtype=np.float64)
+    subc = np.asarray(u + u, dtype=np.int8)
+    order = np.lexsort((subc, -weight_a, etype, dst, src))
+    src, dst, etype, weight_a, subc = src[order], dst[order], etype[order], weight_a[order], subc[order]
+    first = np.ones(src.size, dtype=bool)
+    if src.size:
+        first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (etype[1:] != etype[:-1])
+    src, dst, etype, weight_a, subc = src[first], dst[first], etype[first], weight_a[first], subc[first]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return {
+        "indptr": indptr, "nbr": dst.astype(np.int32), "etype": etype, "weight": weight_a, "sub": subc,
+        "superseded": np.asarray(sorted(superseded), dtype=np.int32),
+    }
+
+
+def _postings(kind: str, post: dict[str, tuple[list[int], list[int] | None]]) -> dict[str, np.ndarray]:
+    keys = sorted(post, key=str.encode)
+    ptr = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(post[k][0]) for k in keys], out=ptr[1:]) if keys else None
+    nodes = np.fromiter((i for k in keys for i in post[k][0]), dtype=np.int32, count=int(ptr[-1]))
+    out = {f"{kind}_keys": _strings(keys), f"{kind}_ptr": ptr, f"{kind}_nodes": nodes}
+    if kind == "term":
+        out["term_tf"] = np.fromiter((f for k in keys for f in post[k][1] or ()), dtype=np.int32, count=int(ptr[-1]))
+    return out
+
+
+def _write(path: Path, header: dict, sections: dict[str, np.ndarray]) -> int:
+    """Header and sections to a temporary file, synced, renamed over `path`."""
+    layout: dict[str, list] = {}
+    blobs: list[tuple[int, bytes]] = []
+    offset = 0
+    for name, arr in sections.items():
+        arr = np.ascontiguousarray(arr)
+        data = arr.tobytes()
+        padded = data + b"\0" * (-len(data) % 8)
+        layout[name] = [arr.dtype.str, int(arr.shape[0]), offset, len(data), _digest(padded)]
+        blobs.append((offset, padded))
+        offset += len(padded) + (-len(padded) % ALIGN)
+    # Sections start after a header region sized for the JSON with room for the offsets' digits.
+    rel = json.dumps({**header, "sections": layout, "size": offset}).encode()
+    base = 24 + len(rel) + 32 * (len(layout) + 1)
+    base += -base % ALIGN
+    size = base + offset
+    head = {**header, "sections": {k: [v[0], v[1], base + v[2], v[3], v[4]] for k, v in layout.items()}, "size": size}
+    raw = json.dumps(head).encode()
+    assert 24 + len(raw) <= base
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(MAGIC + len(raw).to_bytes(8, "little") + zlib.crc32(raw).to_bytes(8, "little") + raw)
+        f.write(b"\0" * (base - 24 - len(raw)))
+        for off, blob in blobs:
+            f.seek(base + off)
+            f.write(blob)
+        f.truncate(size)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return size
+
+
+def remove_leftovers(path: Path) -> None:
+    """Temporary files of writers that died (kill -9 during a fold)."""
+    for p in path.parent.glob(path.name + ".tmp-*"):
+        try:
+            pid = int(p.name.rsplit("-", 1)[1])
+        except ValueError:
+            continue
+        if pid == os.getpid() or not _alive(pid):
+            p.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,63 @@
+"""A store's vectors in Milvus Lite through the CLI (the contract's "milvus" param checks every method): what a
+user sees is what SQLite alone shows — answers on stdout, nothing on stderr — and a bad URL is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+
+pytest.importorskip("pymilvus")
+
+
+def test_remember_and_recall_through_milvus_print_only_the_answer(tmp_path: Path) -> None:
+    env = {"MNEMON_VECTOR_URL": f"milvus://{tmp_path / 'v.db'}"}
+    r = run_cli("remember", "Deploys freeze on Fridays", "--cat", "decision", env=env)
+    assert (r.code, r.err) == (0, "") and r.json()["action"] == "added"
+    found = run_cli("recall", "when do deploys freeze", env=env)
+    assert (found.code, found.err) == (0, "")
+    assert [h["content"] for h in found.json()["results"]] == ["Deploys freeze on Fridays"]
+
+
+def test_vectors_live_in_milvus_not_in_the_store(tmp_path: Path) -> None:
+    from mnemon_core import Memory
+    from mnemon_core.store.milvus import MilvusVectors
+
+    url = f"milvus://{tmp_path / 'v.db'}"
+    with Memory(store="team-a") as m:
+        m.settings.vector_url = url
+        s = m.store
+        a = m.remember("a note").id
+        s.set_vector(a, np.array([1, 0, 0, 0], dtype=np.float32), "m4")
+        assert s.inner.get_vector(a, "m4") is None  # the SQLite file holds none
+        assert MilvusVectors(url, "team-a").get([a])[a][0] == "m4"
+        assert [i for i, _ in s.nearest("m4", np.array([1, 0, 0, 0], dtype=np.float32), 3)] == [a]
+        assert s.vector_matrix("m4", 4)[0] == [a] == s.vector_matrix("m4", 4)[0]  # a scan, then a refresh
+
+
+def test_a_scan_prints_no_library_warning(tmp_path: Path) -> None:
+    """pymilvus warns on stderr at every scan ("failed to get mvccTs …" with Milvus Lite): not one line of ours."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("from mnemon_core.store.milvus import MilvusVectors; import numpy as np, sys; "
+            "v = MilvusVectors(sys.argv[1], 's'); v.upsert([('a', 'm', np.ones(4, dtype=np.float32), True)]); "
+            "print(len(list(v.rows('ts >= 0', ['model']))))")
+    r = subprocess.run([sys.executable, "-c", code, f"milvus://{tmp_path / 'v.db'}"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "1\n", "")
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("redis://x", "Error: MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got 'redis://x'\n"),
+    ("milvus://rel.db", "Error: a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got "
+                        "'milvus://rel.db'\n"),
+])
+def test_a_bad_vector_url_is_one_line(url: str, message: str) -> None:
+    r = run_cli("recall", "x", env={"MNEMON_VECTOR_URL": url})
+    assert (r.code, r.out, r.err) == (1, "", message)
