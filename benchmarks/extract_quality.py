@@ -181,8 +181,10 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"{s.edges} edges, {s.seconds[0]:.0f} s; missed {s.missed}", file=sys.stderr)
         dump.append({"chat": chat["id"], "draft": run.draft.model_dump(mode="json") if run.draft else None,
                      "report": run.report.model_dump(mode="json"), "score": vars(s)})
-    if a.json:
-        Path(a.json).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
+        # After every chat: a run stopped early (a slow CPU server) keeps what it measured.
+        print(f"so far: {row(a.model, len(dump), total)}", file=sys.stderr)
+        if a.json:
+            Path(a.json).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
     if a.header:
         print(HEADER)
     print(row(a.model, len(chats), total))

@@ -4,6 +4,7 @@ metric counts what it says. The real-model runs are the benchmark, and `pytest -
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from benchmarks import extract_quality as Q
@@ -64,3 +65,18 @@ def test_the_score_counts_misses_stale_values_and_wrong_edges():
     assert (s.edges_right, s.edges, s.relations_found, s.relations) == (1, 2, 1, 1)
     assert s.missed == ["helpdesk:team", "helpdesk:cutover", "helpdesk:sla"] and s.wrong == ["Nadia likes tea."]
     assert Q.score(chat, [], []).facts_found == 0
+
+
+def test_the_harness_keeps_each_chat_as_it_goes(tmp_path, capsys):
+    """A run on a slow server may be stopped before its last chat: the dump and the running row are there
+    after each one."""
+    chats = [c for c in Q.load_chats() if c["id"] in ("homelab", "bakery")]
+    out = tmp_path / "dump.json"
+    with FakeOpenAIServer(by_title({c["title"]: reference_answer(c) for c in chats})) as s:
+        Q.main(["--base-url", s.base_url, "--model", "fake", "--api-key", "k", "--chats", "homelab,bakery",
+                "--json", str(out)])
+    err = capsys.readouterr().err.splitlines()
+    so_far = [line for line in err if line.startswith("so far: ")]
+    assert [line.split(" | ")[2] for line in so_far] == ["1", "2"]
+    assert so_far[0].startswith("so far: | fake | 1 | 1.00 (6/6) | 1.00 (6/6) |")
+    assert [d["chat"] for d in json.loads(out.read_text())] == ["homelab", "bakery"]
