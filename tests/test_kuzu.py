@@ -145,7 +145,7 @@ def test_import_killed_midway_leaves_whole_batches(tmp_path: Path, url: str) -> 
     so the log growing past a header is that commit), then the same import again finishes it."""
     from test_import_kill import make_draft
 
-    n = 2 * IMPORT_BATCH
+    n = 4 * IMPORT_BATCH  # room to catch a pause between commits: a batch can commit within one poll
     draft = tmp_path / "big.json"
     draft.write_text(json.dumps(make_draft(n)), encoding="utf-8")
     assert run_cli("store", "create", "default").code == 0
@@ -163,7 +163,7 @@ def test_import_killed_midway_leaves_whole_batches(tmp_path: Path, url: str) -> 
             if now > WAL_OF_A_BATCH and now == size:
                 break
             size = now
-            time.sleep(0.3)
+            time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=60)

@@ -417,18 +417,41 @@ def test_recall_reads(filled: Store) -> None:
     assert s.graph_changes(object(), s.graph_version()) is None
 
 
-def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The change log names what each commit touched (any process); the index file (beside the database, or
-    beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
-    from mnemon_core.store import gindex
-
+def test_upsert_edges_in_order(filled: Store) -> None:
     s = filled
     before = s.graph_version()
     s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
     after = s.graph_version()
     assert after != before and [e.weight for e in s.edges_among(["b", "c"], "causal")] == [0.4]
+    assert [e.weight for e in s.edges_among(["c", "d"], "semantic")] == [0.5]
     s.upsert_edges([])
     assert s.graph_version() == after
+
+
+def test_a_backend_without_an_index_file_says_so(filled: Store, store_backend: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kùzu keeps no graph index file (`store.base.StoreDefaults`): recall reads through the Edges calls."""
+    if store_backend != "kuzu":
+        pytest.skip("this backend keeps an index file (test_graph_index_reads)")
+    from mnemon_core.store import gindex
+
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    assert filled.maintain_graph_index(force=True) == 0
+    assert filled.graph_index() is None and filled.graph_index_state() is None
+    assert filled.graph_changes_since(0, 1) is None
+
+
+def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The change log names what each commit touched (any process); the index file (beside the database, or
+    beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
+    from mnemon_core.store import gindex
+
+    if store_backend == "kuzu":
+        pytest.skip("Kùzu keeps no graph index file (test_a_backend_without_an_index_file_says_so)")
+    s = filled
+    before = s.graph_version()
+    s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
+    after = s.graph_version()
     rows = {r.id: r for r in s.index_rows()}
     assert sorted(rows) == ["a", "b", "c", "d"]
     a = rows["a"]

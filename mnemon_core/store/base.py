@@ -280,6 +280,32 @@ class Edges(Protocol):
         ...
 
 
+class StoreDefaults:
+    """What a backend gets where it has nothing better (`SQLStore`, `CypherStore`): edges upserted one by one,
+    and no graph index file (SQLite and Postgres override that part), so recall reads everything through the
+    `Edges` and `Insights` calls."""
+
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
+        for e in edges:
+            self.upsert_edge(e)  # type: ignore[attr-defined]
+
+    def graph_index(self) -> None:
+        return None
+
+    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
+        return None
+
+    def maintain_graph_index(self, *, force: bool = False) -> int:
+        return 0
+
+    def graph_index_state(self) -> None:
+        return None
+
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
+        return []  # never asked: there is no file to build
+
+
 class Oplog(Protocol):
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None: ...
     def claim_request(self, request_id: str, now: str) -> bool:

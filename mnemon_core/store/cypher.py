@@ -140,7 +140,7 @@ def _scope(filters: Filters, params: dict[str, Any]) -> str:
     return sql
 
 
-class CypherStore:
+class CypherStore(base.StoreDefaults):
     """`Store` over a graph database spoken to in Cypher. A backend implements `_run`, `_begin`, `_commit`,
     `_rollback`, `close`, `size_bytes` and sets `dialect`, `shared`, `location`, `readonly`."""
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
-from .base import NO_FILTERS, AnnSearch, Filters
+from .base import NO_FILTERS, AnnSearch, Filters, StoreDefaults
 from .vectors import VectorCache, nearest
 
 INSIGHT_COLUMNS = (
@@ -137,7 +137,7 @@ def oplog_trim(retention: OplogRetention, now: str) -> list[tuple[str, tuple[Any
     return out
 
 
-class SQLStore:
+class SQLStore(StoreDefaults):
     """The `Store` methods whose SQL is the same on every backend. A backend sets `dialect`, implements `_exec`
     (one statement, its rows as tuples) and the methods its database does its own way."""
 
@@ -336,11 +336,6 @@ class SQLStore:
 
     # ------------------------------------------------------------------ edges
 
-    def upsert_edges(self, edges: Sequence[Edge]) -> None:
-        """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
-        for e in edges:
-            self.upsert_edge(e)  # type: ignore[attr-defined]
-
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         out: dict[tuple[str, str, str], Edge] = {}  # by key: an edge between two statements' ids comes twice
         for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 400):
@@ -416,20 +411,6 @@ class SQLStore:
         for match, args in self.dialect.any_of(list(dict.fromkeys(among)), 900):  # the target index
             out.update(r[0] for r in self._exec(f"{sql} AND e.target_id {match}", args))
         return out
-
-    # ------------------------------------------------------------------ no graph index file by default
-
-    def graph_index(self) -> None:
-        return None
-
-    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
-        return None
-
-    def maintain_graph_index(self, *, force: bool = False) -> int:
-        return 0
-
-    def graph_index_state(self) -> None:
-        return None
 
     # ------------------------------------------------------------------ oplog
 
