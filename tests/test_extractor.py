@@ -419,13 +419,14 @@ def test_a_chunk_that_is_always_cut_off_is_split_twice_at_most(tmp_path: Path):
 
 
 def test_fact_free_insights_and_edges_that_say_nothing_are_dropped_and_counted(cli, tmp_path: Path):
-    chatter = ["Morning", "Good luck with the launch", "because of the Typst port"]
+    chatter = ["Morning", "Good luck with the launch", "because of the Typst port", "Thanks so much, talk soon!",
+               "Can Dana Reyes get a cron entry for the restic backup?"]
     answer = {"insights": [QDRANT, *[{**TERSE, "content": c} for c in chatter], LATENCY], "edges": [
         *[{"source_index": 1, "target_index": t, "edge_type": "causal", "weight": 0.9, "reason": "Morning"}
-          for t in (0, 4)],
-        {"source_index": 0, "target_index": 4, "edge_type": "semantic", "weight": 0.6,
+          for t in (0, 6)],
+        {"source_index": 0, "target_index": 6, "edge_type": "semantic", "weight": 0.6,
          "reason": "both matter for the launch"},
-        {"source_index": 0, "target_index": 4, "edge_type": "causal", "weight": 0.7,
+        {"source_index": 0, "target_index": 6, "edge_type": "causal", "weight": 0.7,
          "reason": "Qdrant filtered queries set the latency"}]}
     out = tmp_path / "draft.json"
     with FakeOpenAIServer([Reply.json(answer)]) as s:
@@ -433,12 +434,15 @@ def test_fact_free_insights_and_edges_that_say_nothing_are_dropped_and_counted(c
     assert r.code == 0, r.err
     summary = r.json()
     assert [i["content"] for i in json.loads(out.read_text())["insights"]] == [QDRANT["content"], LATENCY["content"]]
-    assert (summary["insights"], summary["edges"], summary["insights_dropped"], summary["edges_dropped"]) == (2, 1, 3, 3)
-    assert summary["dropped_by_rule"] == {"end-dropped": 2, "no-fact": 2, "fragment": 1, "unnamed": 1}
+    assert (summary["insights"], summary["edges"], summary["insights_dropped"], summary["edges_dropped"]) == (2, 1, 5, 3)
+    assert summary["dropped_by_rule"] == {"no-fact": 3, "end-dropped": 2, "fragment": 1, "question": 1,
+                                          "unnamed": 1}
     assert [(d["rule"], d["item"], d["detail"]) for d in summary["dropped"] if d["kind"] == "insight"] == [
         ("no-fact", "Morning", "no fact: 0 content words (at least 3)"),
         ("no-fact", "Good luck with the launch", "no fact: 1 content word (at least 3)"),
         ("fragment", "because of the Typst port", 'a fragment: starts with "because" and has 5 words'),
+        ("no-fact", "Thanks so much, talk soon!", "no fact: 1 content word (at least 3)"),
+        ("question", "Can Dana Reyes get a cron entry for the restic backup?", "a question, not a fact"),
     ]
     assert [d["detail"] for d in summary["dropped"] if d["rule"] == "unnamed"] == [
         "edges[2]: the reason names neither end: both matter for the launch"]
@@ -734,3 +738,17 @@ def test_any_answer_is_kept_in_part_or_rejected_whole(insights: list[Any], edges
                   for s, t, e in ans.edges]})
     assert all(-k <= s < n and -k <= t < n and s != t for s, t, _ in ans.edges)
     assert len(draft.edges) == len(ans.edges)
+
+
+@pytest.mark.parametrize("content, rule", [
+    ("Thanks so much, talk soon!", "no-fact"),
+    ("Can Dana Reyes get a cron entry for the restic backup?", "question"),
+    ("Is Postgres 16 faster than 15 for our workload??", "question"),
+    ("A sub-3:30 marathon needs about 4:58 per km. How is training going?", None),  # a fact, then a question
+    ("Maya will see the dentist soon.", None),
+    ("Priya asked whether the launch can move? No: it stays on April 15.", None),
+])
+def test_sign_offs_and_lone_questions_carry_no_fact(content: str, rule: str | None):
+    from mnemon_extractor.worth import fact_free
+
+    assert (fact_free(content) or (None,))[0] == rule

@@ -97,7 +97,7 @@ class Dropped(BaseModel):
 
     chunk: int
     kind: Literal["insight", "edge"]
-    rule: str = Field(description="invalid, no-fact, fragment, example, out-of-range, end-dropped, unnamed, "
+    rule: str = Field(description="invalid, no-fact, fragment, question, example, out-of-range, end-dropped, unnamed, "
                       "chain or hub")
     item: str = Field(description="the insight's content (cut at 200 characters) or the edge's ends by index")
     detail: str

@@ -6,8 +6,9 @@ links one insight to all the others with reasons about something else. Such item
 draft format; these rules drop them, and the extractor reports each one it dropped.
 
 - `fact_free(content)`: fewer than `MIN_FACT_WORDS` words that say something, once stopwords and the words
-  of chat talk (greetings, thanks, sign-offs, "quick context", "last thing") are set aside; or a short
-  fragment that starts with a connective ("because of …", "and then …").
+  of chat talk (greetings, thanks, sign-offs, "quick context", "last thing") are set aside; a short
+  fragment that starts with a connective ("because of …", "and then …"); or a lone question (the 0.5B model
+  copied "Dana Reyes wants a cron entry for it?" out of a chat).
 - `names_an_end(reason, a, b)`: an edge's reason must share a word (stemmed) with at least one of its ends;
   "these are related" says nothing a reader can check.
 - `hubs(edges, n)`: an insight linked to at least `HUB_MIN_EDGES` others and to at least `HUB_SHARE` of the
@@ -39,6 +40,7 @@ CHAT_WORDS = frozenset("""
     hi hello hey morning evening afternoon night good great nice thanks thank thx cheers bye goodbye luck
     welcome ok okay sure yes yeah yep got noted quick last thing things another topic context chat
     conversation question questions answer please well anyway btw here now today one new first next lot
+    much soon later
     because since therefore however although though while due also again still already
 """.split())
 CONNECTIVES = ("because", "since", "so", "and", "but", "or", "then", "due", "as", "which", "that", "while",
@@ -50,6 +52,7 @@ RELATION_WORDS = frozenset(terms("""
     memories item items one other first second another mention mentioned mentions context
 """))
 _NUMBER = re.compile(r"\d+")
+_QUESTION = re.compile(r"[^.!?]*\?+", re.DOTALL)  # one sentence, and it asks
 
 
 def fact_words(content: str) -> list[str]:
@@ -77,6 +80,8 @@ def fact_free(content: str) -> tuple[str, str] | None:
     words = re.findall(r"\w+", content.casefold())
     if words and words[0] in CONNECTIVES and len(words) <= FRAGMENT_WORDS:
         return "fragment", f'a fragment: starts with "{words[0]}" and has {len(words)} words'
+    if _QUESTION.fullmatch(content.strip()):  # a message copied whole: asks, states nothing
+        return "question", "a question, not a fact"
     n = len(fact_words(content))
     if n < MIN_FACT_WORDS:
         return "no-fact", f"no fact: {n} content word{'s' if n != 1 else ''} (at least {MIN_FACT_WORDS})"
