@@ -740,8 +740,21 @@ def test_any_answer_is_kept_in_part_or_rejected_whole(insights: list[Any], edges
     assert len(draft.edges) == len(ans.edges)
 
 
+def test_a_star_is_a_hub_even_when_some_of_its_edges_were_dropped_for_another_reason():
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth", "audit", "ledger")]
+    star = [{"source_index": 0, "target_index": t, "edge_type": "causal", "weight": 0.9,
+             "reason": "the billing fees caused it" if t < 4 else "the fees caused the decision"} for t in range(1, 7)]
+    with FakeOpenAIServer([Reply.json({"insights": facts, "edges": star})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft.edges == []
+    assert run.report.dropped_by_rule == {"hub": 3, "unnamed": 3}
+    assert {d.detail for d in run.report.dropped if d.rule == "hub"} == {"insight 0 is linked to 6 others"}
+
+
 @pytest.mark.parametrize("content, rule", [
     ("Thanks so much, talk soon!", "no-fact"),
+    ("Lena Fischer thanks for the information.", "no-fact"),
     ("Can Dana Reyes get a cron entry for the restic backup?", "question"),
     ("Is Postgres 16 faster than 15 for our workload??", "question"),
     ("A sub-3:30 marathon needs about 4:58 per km. How is training going?", None),  # a fact, then a question

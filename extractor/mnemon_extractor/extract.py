@@ -420,10 +420,12 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
     dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
                  "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
     edges = [x for x in edges if x[:2] not in nexts]
-    for hub in sorted(hubs([(s_i, t_i) for s_i, t_i, _ in edges], total)):
-        ends = [(s_i, t_i) for s_i, t_i, _ in edges if hub in (s_i, t_i)]
-        dropped += [("edge", "hub", f"{s_i} -> {t_i}", f"insight {hub} is linked to {len(ends)} others")
-                    for s_i, t_i in ends]
+    # A hub too is judged on the edges as given: a star whose other rays were dropped for another reason is
+    # still a star (Qwen2.5-Coder 1.5B linked one fact to 7 of 10 insights, 3 of the reasons naming neither end).
+    for hub in sorted(hubs(given, total)):
+        linked = len({t_i if s_i == hub else s_i for s_i, t_i in given if hub in (s_i, t_i)})
+        dropped += [("edge", "hub", f"{s_i} -> {t_i}", f"insight {hub} is linked to {linked} others")
+                    for s_i, t_i, _ in edges if hub in (s_i, t_i)]
         edges = [x for x in edges if hub not in x[:2]]
     order = sorted(kept)  # local index → position among the kept insights
     pos = {n: i for i, n in enumerate(order)}

@@ -40,7 +40,7 @@ CHAT_WORDS = frozenset("""
     hi hello hey morning evening afternoon night good great nice thanks thank thx cheers bye goodbye luck
     welcome ok okay sure yes yeah yep got noted quick last thing things another topic context chat
     conversation question questions answer please well anyway btw here now today one new first next lot
-    much soon later
+    much soon later information info
     because since therefore however although though while due also again still already
 """.split())
 CONNECTIVES = ("because", "since", "so", "and", "but", "or", "then", "due", "as", "which", "that", "while",
