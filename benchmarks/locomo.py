@@ -50,6 +50,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/locomo.py` as well as `pytho
     sys.path.insert(0, str(ROOT))
 
 from mnemon_core.embed.base import BaseEmbedder
+from mnemon_core.embed.local import E5_MAX_WINDOWS, LocalEmbedder
 from mnemon_core.text import tokenize
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -227,15 +228,15 @@ def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int =
 
 
 class CachedLocalEmbedder(BaseEmbedder):
-    """The `local` embedder (same name, calibration, prefixes) with a disk cache in front of the model, so a
-    re-run embeds nothing it has embedded before. Keyed by model, query/passage and the text's SHA-256.
-    `inner` puts the cache in front of another embedder instead (benchmarks/peers: MiniLM)."""
+    """The `local` embedder (same name, calibration, prefixes and windows) with a disk cache in front of the
+    model, so a re-run embeds no window it has embedded before. Keyed by model, query/passage and the window
+    text's SHA-256 (a text that fits one window is its own window). `inner` puts the cache in front of another
+    embedder instead (benchmarks/peers: MiniLM), one entry per whole text."""
 
-    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", inner: BaseEmbedder | None = None) -> None:
+    def __init__(self, cache_path: Path = CACHE_DIR / "vectors.sqlite", inner: BaseEmbedder | None = None,
+                 max_windows: int = E5_MAX_WINDOWS) -> None:
         if inner is None:
-            from mnemon_core.embed.local import LocalEmbedder
-
-            inner = LocalEmbedder()
+            inner = LocalEmbedder(max_windows)
         super().__init__(inner.name, dimensions=inner.dimensions, calibration=inner.calibration, cache_size=16384)
         self.inner = inner
         cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -244,34 +245,40 @@ class CachedLocalEmbedder(BaseEmbedder):
             ignore.write_text("*\n", encoding="utf-8")
         self.db = sqlite3.connect(str(cache_path))
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-        self.computed = 0  # texts the model actually embedded in this process
-
-    def available(self) -> bool:
-        return self.inner.available()
+        self.computed = 0  # windows the model actually embedded in this process
 
     def _disk_key(self, text: str, query: bool) -> str:
         kind = "query" if query else "passage"
         return hashlib.sha256(f"{self.name}\0{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
+    def available(self) -> bool:
+        return self.inner.available()
+
     def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
-        keys = [self._disk_key(t, query) for t in texts]
+        if isinstance(self.inner, LocalEmbedder):
+            return self.inner.pooled(texts, query=query, embed=self._cached)
+        return self._cached(texts, query=query, embed=self.inner.embed_batch)
+
+    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None) -> np.ndarray:
+        """One vector per window, from the disk cache or `embed` (the local model's passes by default)."""
+        embed = embed or self.inner._embed_windows  # type: ignore[attr-defined]
+        keys = [self._disk_key(t, query) for t in windows]
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for key, blob in self.db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk):
                 found[key] = np.frombuffer(blob, dtype="<f4")
-        todo = [(k, t) for k, t in zip(keys, texts) if k not in found]
-        if todo:
-            vecs = np.asarray(self.inner.embed_batch([t for _, t in todo], query=query), dtype="<f4")
-            self.computed += len(todo)
+        todo = list({k: t for k, t in zip(keys, windows) if k not in found}.items())
+        for start in range(0, len(todo), 64):  # committed every 64 windows: a stopped run keeps its work
+            part = todo[start : start + 64]
+            vecs = np.asarray(embed([t for _, t in part], query=query), dtype="<f4")
+            self.computed += len(part)
             with self.db:
-                self.db.executemany(
-                    "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
-                    [(k, v.tobytes()) for (k, _), v in zip(todo, vecs)],
-                )
-            found.update((k, v) for (k, _), v in zip(todo, vecs))
-        return np.stack([found[k] for k in keys])
+                self.db.executemany("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                                    [(k, v.tobytes()) for (k, _), v in zip(part, vecs)])
+            found.update((k, v) for (k, _), v in zip(part, vecs))
+        return np.stack([found[k] for k in keys]) if keys else np.zeros((0, self.dimensions), dtype="<f4")
 
     def close(self) -> None:
         self.db.close()
@@ -602,6 +609,8 @@ VARIANTS = (
     Variant("flow: one hop", _flow(hops=1)),
     Variant("anchors per signal 20 (the spec's)", _set(anchor_top_k=20)),
     Variant("no recency signal", _same, recency=False),
+    Variant("an assistant's reply × 1 (no who-said-it prior)", _set(source_factor={})),
+    Variant("no update order (margin 0)", _set(update_margin=0.0)),
     Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
     Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),
     Variant("spec, no recency signal", _same, recency=False, recipe="spec"),
@@ -627,7 +636,7 @@ def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -
         ids, mat = store.vector_matrix(mem.embedder.name, int(qvecs.shape[1]))
         vectors = VectorInput(qvecs[0], ids, mat, mem.embedder.calibration)
     if not recency:
-        store.latest = lambda **kw: []  # the recency signal is the pipeline's only call to latest()
+        store.latest_ids = lambda **kw: []  # the recency signal is the pipeline's only call to latest_ids()
     try:
         found = smart_recall(
             store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
@@ -635,7 +644,7 @@ def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -
         )
     finally:
         if not recency:
-            del store.latest
+            del store.latest_ids
     return [r.id for r in found.results]
 
 
@@ -717,18 +726,29 @@ def ablation_markdown(
 #
 # The `hybrid` recipe's weights, fitted by two-fold cross-validation: the conversations are split in two halves
 # (in file order); coordinate ascent on mean R@10 of one half picks the weights, the other half tests them, and
-# the reverse. The shipped weights are the same search run on all conversations. Fitted: the rerank weights
-# with vectors (on mnemon-local) and without (on mnemon-none), each normalised to sum 1, and the flow's decay.
+# the reverse. The shipped weights are the same search run on all conversations of both benchmarks
+# (`benchmarks/fit.py`, which calls the same `fit` with an objective over LoCoMo and BEAM). Fitted: the rerank
+# weights with vectors (on mnemon-local) and without (on mnemon-none), each normalised to sum 1, the flow's
+# decay, and the factor of an assistant's reply (on both).
 
 
 FIT_STEPS = (0.08, 0.04, 0.02)  # coordinate-ascent step sizes, coarse to fine
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fitted:
     vectors: tuple[float, float, float, float]  # keyword, entity, similarity, graph
     no_vectors: tuple[float, float, float, float]  # similarity 0
     decay: float
+    reply: float  # score factor of a message whose source is "assistant"
+
+    @classmethod
+    def shipped(cls) -> Fitted:
+        from mnemon_core.recall.config import HYBRID
+
+        intent = next(iter(HYBRID.rerank_weights))
+        return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
+                   HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0))  # type: ignore[union-attr]
 
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
@@ -740,6 +760,7 @@ class Fitted:
         return HYBRID.model_copy(update={
             "rerank_weights": table(self.vectors), "rerank_weights_no_vectors": table(self.no_vectors),
             "flow": HYBRID.flow.model_copy(update={"decay": self.decay}),  # type: ignore[union-attr]
+            "source_factor": {**HYBRID.source_factor, "assistant": self.reply},
         })
 
 
@@ -753,64 +774,79 @@ def _r10(stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversati
     return scores_of(stores, convs, kind, config).at(10)
 
 
+Objective = Callable[[str, Any], float]  # (kind, RecallConfig) → what the search maximises
+
+
+def _both(objective: Objective) -> Objective:
+    """The mean of the objective on mnemon-local and mnemon-none (for what both modes share)."""
+    return lambda _kind, config: (objective("mnemon-local", config) + objective("mnemon-none", config)) / 2
+
+
+def _scalar(value: float, step: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    return round(min(hi, max(lo, value + step)), 4)
+
+
 def fit(
-    stores: dict[tuple[str, str], MnemonRanker], convs: Sequence[Conversation], start: Fitted, log: Any = sys.stderr
+    objective: Objective, start: Fitted, log: Any = sys.stderr, kinds: Sequence[str] = ("mnemon-local", "mnemon-none")
 ) -> Fitted:
-    """Coordinate ascent from `start` on mean R@10 over `convs`: vector weights and decay on mnemon-local,
-    the no-vector weights on mnemon-none."""
+    """Coordinate ascent from `start`: vector weights and decay on mnemon-local, the no-vector weights on
+    mnemon-none, the reply factor on both (on the one of `kinds` alone when only one is given)."""
     best = start
-    for kind, field, slots in (("mnemon-local", "vectors", (0, 1, 2, 3)), ("mnemon-none", "no_vectors", (0, 1, 3)),
-                               ("mnemon-local", "decay", (0,))):
-        current = _r10(stores, convs, kind, best.config())
+    searches: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+        ("mnemon-local", "vectors", (0, 1, 2, 3)), ("mnemon-none", "no_vectors", (0, 1, 3)),
+        ("mnemon-local", "decay", (0,)), ("both", "reply", (0,)))
+    for kind, field, slots in searches:
+        if kind == "both" and len(kinds) == 1:
+            kind = kinds[0]
+        if kind not in kinds and kind != "both":
+            continue
+        score = _both(objective) if kind == "both" else objective
+        current = score(kind, best.config())
         for step in FIT_STEPS:
             improved = True
             while improved:
                 improved = False
                 for slot in slots:
                     for sign in (1, -1):
-                        if field == "decay":
-                            cand = dataclasses.replace(best, decay=round(min(1.0, max(0.0, best.decay + sign * step)), 4))
+                        if field in ("decay", "reply"):
+                            cand = dataclasses.replace(best, **{field: _scalar(getattr(best, field), sign * step)})
                         else:
                             w = list(getattr(best, field))
                             w[slot] += sign * step
                             cand = dataclasses.replace(best, **{field: _normalised(w)})
                         if cand == best:
                             continue
-                        r = _r10(stores, convs, kind, cand.config())
+                        r = score(kind, cand.config())
                         if r > current + 1e-9:
                             best, current, improved = cand, r, True
-                            print(f"  fit {field}: {getattr(best, field)} R@10 {r:.4f}", file=log)
+                            print(f"  fit {field}: {getattr(best, field)} objective {r:.4f}", file=log)
     return best
 
 
 def cross_validate(
     convs: Sequence[Conversation], *, store_dir: Path | None = None, seed: int = 0, log: Any = sys.stderr
 ) -> str:
-    """Markdown: for each half, the weights fitted on the other and its R@10 beside the shipped recipe's; then
-    the search on all conversations (what HYBRID_WEIGHTS should be)."""
+    """LoCoMo alone (the shipped weights are fitted on both benchmarks: benchmarks/fit.py): for each half, the
+    weights fitted on the other and its R@10 beside the shipped recipe's; then the search on all conversations."""
     from mnemon_core.recall.config import HYBRID
 
-    start = Fitted(HYBRID.weights(next(iter(HYBRID.rerank_weights)), True),
-                   HYBRID.weights(next(iter(HYBRID.rerank_weights)), False), HYBRID.flow.decay)  # type: ignore[union-attr]
+    start = Fitted.shipped()
     half = (len(convs) + 1) // 2
     folds = (list(convs[:half]), list(convs[half:]))
     lines = ["| fitted on | tested on | weights with vectors (kw, ent, sim, graph) | without vectors | decay | "
              "R@10 local: fitted / shipped | R@10 none: fitted / shipped |", "| --- | --- | --- | --- | ---: | ---: | ---: |"]
     with mnemon_stores(convs, ("mnemon-none", "mnemon-local"), store_dir=store_dir, seed=seed, log=log) as stores:
-        for train, test in (folds, folds[::-1]):
+        everything = list(convs)
+        for train, test in (*zip(folds, folds[::-1]), (everything, everything)):
             print(f"fitting on {', '.join(c.sample_id for c in train)}", file=log)
-            got = fit(stores, train, start, log)
+            got = fit(lambda kind, cfg, train=train: _r10(stores, train, kind, cfg), start, log)
             cells = [", ".join(c.sample_id for c in train), ", ".join(c.sample_id for c in test),
                      str(got.vectors), str(got.no_vectors), f"{got.decay:.2f}"]
+            if train is test:
+                cells[:2] = ["all", "all (in sample)"]
             for kind in ("mnemon-local", "mnemon-none"):
                 cells.append(f"{_r10(stores, test, kind, got.config()):.3f} / {_r10(stores, test, kind, HYBRID):.3f}")
             lines.append("| " + " | ".join(cells) + " |")
-        print("fitting on all", file=log)
-        got = fit(stores, convs, start, log)
-        cells = ["all", "all (in sample)", str(got.vectors), str(got.no_vectors), f"{got.decay:.2f}"]
-        for kind in ("mnemon-local", "mnemon-none"):
-            cells.append(f"{_r10(stores, convs, kind, got.config()):.3f} / {_r10(stores, convs, kind, HYBRID):.3f}")
-        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,5 +1,5 @@
 import sys
 
-from .client import main
+from .client import run
 
-sys.exit(main())
+sys.exit(run())

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from .resident import connect, data_dir_of, exchange, start_after, warn
 
-# The client is the whole start-up cost of a served call: no typing, socket or json until a call needs them,
-# and paths are strings (pathlib costs a start ~10 ms).
+# The client is the whole start-up cost of a served call: no typing or collections, and paths are strings
+# (pathlib costs a start ~10 ms).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 # Commands an agent runs every turn; the engine serves them from warm memory.
@@ -43,7 +43,8 @@ STDIN_COMMANDS = frozenset({"hook"})  # their standard input (a host's JSON) goe
 # What a served call sends of its environment: the variables the served commands read (config.py's settings
 # and the embedders'), nothing else: not an LLM key, not a proxy password.
 ENGINE_VARIABLES = frozenset({
-    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_SESSION", "MNEMON_DEBUG",
+    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_VECTOR_URL", "MNEMON_SESSION",
+    "MNEMON_DEBUG",
     "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
     "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
     "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS",
@@ -54,7 +55,14 @@ NO_DAEMON_FLAG = "--no-daemon"
 OFF = frozenset({"off", "0", "false", "no"})
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run() -> int:
+    """The `mnemon` command (pyproject's script, `python -m mnemon_core`): `main`, and a call the engine answered
+    ends at once, without the interpreter's finalization (~3 ms CPU of a served call's ~20): it holds nothing
+    that needs one (its socket is closed, its output flushed)."""
+    return main(leave_when_served=True)
+
+
+def main(argv: Sequence[str] | None = None, *, leave_when_served: bool = False) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:  # what `cli` prints, without building its parser
         from . import __version__
@@ -63,16 +71,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     code, request, start = serve_remotely(args) if wants_engine(args, os.environ) else (None, None, False)
     if code is not None:
+        if leave_when_served:
+            _leave(code)
         return code
-    from . import once
     from .cli import main as in_process
 
-    token = once.begin(request) if request is not None else None
+    if request is not None:  # the rerun of a call the engine did not answer, under the same request id
+        from . import once  # (dataclasses: not for every in-process call)
+
+        token = once.begin(request)
+        try:
+            return in_process(args)
+        finally:
+            once.end(token)
     try:
         return in_process(args)
     finally:
-        if token is not None:
-            once.end(token)
         # After the call, so the engine's start-up does not compete with it for the CPU; and only for a data
         # directory the call found or made (a failed call writes nothing, not even a log).
         if start:
@@ -139,6 +153,15 @@ def serve_remotely(args: list[str]) -> tuple[int | None, str | None, bool]:
         return None, request["id"], False
     assert reply is not None
     return _print(reply), None, False
+
+
+def _leave(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: the in-process call is silent there too
+            pass
+    os._exit(code)
 
 
 def _is_answer(reply: dict[str, Any] | None) -> bool:

@@ -45,6 +45,7 @@ ACCEPT_POLL_S = 0.5  # how often the accept loop looks at the idle clock, the st
 REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this long
 STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
 WARM_NICE = 10  # the warm-up's priority: below the calls that run in-process meanwhile
+WARM_QUERY = "warm up"  # the warm-up's recall (readonly: it counts no access)
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -379,25 +380,18 @@ class Engine:
 
     def _warm(self) -> None:
         """Build the CLI's parser, open the store the client that started the engine uses (its variables are
-        this process's), fill its recall memo, then load the embedding model and the vector matrix, so the
-        first served call finds them ready. Reads only. The imports and the reading run in a thread of low
-        priority (a thread's nice value is its own on Linux); what starts threads that later calls use (numpy's
-        BLAS pool, the model's worker) runs here, at the normal priority those threads inherit."""
+        this process's), fill its recall memo, load the embedding model and the vector matrix, and answer one
+        `--readonly recall` (the modules and tables a first call would load), so the first served call finds
+        them ready. Reads only. All of it but numpy's import runs in a thread of low priority (a thread's nice
+        value is its own on Linux): numpy's BLAS pool, which later calls use, starts at its import in the
+        importing thread and keeps that thread's priority; the model's OpenMP pool belongs to the thread that
+        calls the model, so a request gets its own at the request's priority."""
         import numpy  # noqa: F401 - its thread pool starts now, in this thread
-
-        from .recall.graph import graph_view
 
         held: list[tuple[tuple[Any, ...], Any]] = []
         tokens = (_request_env.set(dict(os.environ)), _held.set(held))
         try:
-            mem = _at_low_priority(self._open_warm)
-            if mem is None:
-                return  # nothing stored yet: do not create the store
-            _at_low_priority(lambda: graph_view(mem.store).sync())
-            emb = mem.embedder
-            vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
-            if emb is not None and vecs is not None:
-                mem.store.vector_matrix(emb.name, int(vecs.shape[1]))
+            _at_low_priority(self._warm_reads)
         except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
             _log(f"warm-up: {type(e).__name__}: {e}")
         finally:
@@ -405,6 +399,28 @@ class Engine:
             _request_env.reset(tokens[0])
             _held.reset(tokens[1])
             self.warm.set()
+
+    def _warm_reads(self) -> None:
+        from .recall.graph import graph_view
+        from .recall.pipeline import vector_input
+
+        mem = self._open_warm()
+        if mem is None:
+            return  # nothing stored yet: do not create the store
+        graph_view(mem.store).sync()
+        emb = mem.embedder
+        vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
+        if emb is not None and vecs is not None:
+            vector_input(mem.store, emb.name, vecs[0], emb.calibration)  # the ANN index, else the matrix
+        env = {**os.environ, "MNEMON_DATA_DIR": self.data_dir}  # as a client of this process's variables sends it
+        answer = self._run(["--readonly", "recall", WARM_QUERY], env, None, os.urandom(16).hex())
+        if answer["code"] != 0:
+            _log(f"warm-up recall: {answer['err'].strip()}")
+        with self.memories_lock:  # the readonly Memory of that recall is not kept (its own store and memo)
+            for key in [k for k, ms in self.memories.items() if ms and ms[0].settings.readonly]:
+                self.busy.pop(key, None)
+                for other in self.memories.pop(key):
+                    other.close()
 
     def _open_warm(self) -> Any:
         """The parser, and the warm-up's Memory with its store open (None when there is no store yet)."""

@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
 
+# Every served call imports this module: the standard library's C modules only where their Python wrappers cost a
+# start (socket's enums, json's compiled patterns and hashlib's OpenSSL: ~8 ms a call together), no typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    from _socket import socket
+    from collections.abc import Sequence
     from typing import Any
 
 # Variables the engine's own process uses (its temp dir; the proxies and CA certificates of its HTTP clients):
@@ -60,15 +62,21 @@ def data_dir_of(args: Sequence[str], env: dict[str, str] | os._Environ[str]) -> 
 def code_stamp() -> str:
     """Which code this is: the package version and the newest source file, so that an engine started before
     an upgrade (or an edit of an editable install) is not asked by the new code."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    newest = 0
-    count = 0
-    for root, dirs, files in os.walk(here):
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for f in files:
-            if f.endswith(".py"):
-                newest = max(newest, os.stat(os.path.join(root, f)).st_mtime_ns)
-                count += 1
+    newest = count = 0
+    pending = [os.path.dirname(os.path.realpath(__file__))]
+    while pending:  # os.walk's tree (no symlinked directory followed), read through its directory entries
+        try:
+            entries = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        pending.append(e.path)
+                elif e.name.endswith(".py") and e.is_file():
+                    newest = max(newest, e.stat().st_mtime_ns)
+                    count += 1
     from . import __version__
 
     return f"{__version__}:{count}:{newest}"
@@ -76,10 +84,13 @@ def code_stamp() -> str:
 
 def engine_key(env: dict[str, str] | os._Environ[str]) -> str:
     """The engine a call may use: one of this code, this interpreter and these process variables."""
-    import hashlib
+    try:
+        from _blake2 import blake2b  # hashlib's own BLAKE2, without the OpenSSL that importing hashlib loads
+    except ImportError:  # a Python built without it
+        from hashlib import blake2b
 
     parts = [code_stamp(), sys.executable, *(f"{k}={env.get(k, '')}" for k in PROCESS_VARIABLES)]
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return blake2b("\0".join(parts).encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
 
 
 def engine_file(key: str, suffix: str) -> str:
@@ -120,16 +131,15 @@ def address(fd: int, path: str, name: str) -> str:
     return full
 
 
-def peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: socket) -> int:
     """The user the process at the other end runs as (SO_PEERCRED: set by the kernel, not by that process)."""
-    import socket
-    import struct
+    from _socket import SO_PEERCRED, SOL_SOCKET
 
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    creds = sock.getsockopt(SOL_SOCKET, SO_PEERCRED, 12)  # struct ucred: pid, uid, gid (native ints)
+    return int.from_bytes(creds[4:8], sys.byteorder)
 
 
-def connect(data_dir: str | os.PathLike[str], key: str | None = None) -> socket.socket | None:
+def connect(data_dir: str | os.PathLike[str], key: str | None = None) -> socket | None:
     """A connection to the engine of this code for `data_dir`, or None: no engine, or none to trust (the
     directory is not this user's own, the socket not this user's, or another user listens on it)."""
     real = os.path.realpath(data_dir)
@@ -142,18 +152,18 @@ def connect(data_dir: str | os.PathLike[str], key: str | None = None) -> socket.
         os.close(fd)
 
 
-def _connect_in(fd: int, path: str, name: str) -> socket.socket | None:
+def _connect_in(fd: int, path: str, name: str) -> socket | None:
     import stat
 
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:  # no engine: a first call does not pay for importing socket
+    except OSError:  # no engine: a first call does not pay for a socket
         return None
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid():
         return None
-    import socket
+    import _socket
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
     try:
         sock.connect(address(fd, path, name))
@@ -170,30 +180,64 @@ def _connect_in(fd: int, path: str, name: str) -> socket.socket | None:
 # ---------------------------------------------------------------- talking to the engine
 
 
-def send(sock: socket.socket, message: dict[str, Any]) -> None:
-    import json
-
-    body = json.dumps(message, ensure_ascii=True).encode("ascii")
+def send(sock: socket, message: dict[str, Any]) -> None:
+    body = "".join(_json_encoder()(message, 0)).encode("ascii")
     sock.sendall(len(body).to_bytes(HEADER_BYTES, "big") + body)
 
 
-def receive(sock: socket.socket) -> dict[str, Any] | None:
+def receive(sock: socket) -> dict[str, Any] | None:
     """One message, or None when the other side closed the connection first or sent something that is not
     a message (a JSON object within MAX_MESSAGE bytes)."""
-    import json
-
     head = _exactly(sock, HEADER_BYTES)
     if head is None or int.from_bytes(head, "big") > MAX_MESSAGE:
         return None
     body = _exactly(sock, int.from_bytes(head, "big"))
     try:
-        message = None if body is None else json.loads(body)
+        message = None if body is None else _json_loads(body)
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
 
 
-def _exactly(sock: socket.socket, n: int) -> bytes | None:
+# JSON through json's own C encoder and scanner, set up as json.dumps (compact, ASCII) and json.loads set them up:
+# importing json itself compiles its regular expressions (re, enum, functools), the most of a served call's start.
+
+
+def _json_encoder() -> Any:
+    from _json import encode_basestring_ascii, make_encoder
+
+    def default(o: object) -> None:
+        raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+    # markers (no cycle check: messages are trees), default, string encoder, indent, separators, sort_keys,
+    # skipkeys, allow_nan
+    return make_encoder(None, default, encode_basestring_ascii, None, ":", ",", False, False, True)
+
+
+class _Decoding:
+    """What json's C scanner reads of its decoder: json.loads's defaults."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+def _json_loads(body: bytes) -> Any:
+    """json.loads(body) for a UTF-8 body: ValueError when it is not one JSON value."""
+    from _json import make_scanner
+
+    text = body.decode("utf-8").strip(" \t\n\r")  # UnicodeDecodeError is a ValueError
+    try:
+        value, end = make_scanner(_Decoding())(text, 0)
+    except StopIteration:
+        raise ValueError("no JSON value") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _exactly(sock: socket, n: int) -> bytes | None:
     chunks = []
     while n:
         chunk = sock.recv(min(n, 1 << 20))
@@ -204,18 +248,19 @@ def _exactly(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def exchange(sock: socket.socket, message: dict[str, Any]) -> dict[str, Any] | None:
+def exchange(sock: socket, message: dict[str, Any]) -> dict[str, Any] | None:
     """Send one message and return the answer, skipping heartbeats; None when the engine closes the connection
     without one, says nothing within FIRST_REPLY_TIMEOUT_S, or falls silent for BEAT_TIMEOUT_S."""
-    with sock:
-        try:
-            send(sock, message)
-            sock.settimeout(FIRST_REPLY_TIMEOUT_S)
-            while (reply := receive(sock)) is not None and "beat" in reply:
-                sock.settimeout(BEAT_TIMEOUT_S)
-            return reply
-        except OSError:  # a timeout too
-            return None
+    try:
+        send(sock, message)
+        sock.settimeout(FIRST_REPLY_TIMEOUT_S)
+        while (reply := receive(sock)) is not None and "beat" in reply:
+            sock.settimeout(BEAT_TIMEOUT_S)
+        return reply
+    except OSError:  # a timeout too
+        return None
+    finally:
+        sock.close()
 
 
 def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], key: str | None = None) -> dict[str, Any] | None:

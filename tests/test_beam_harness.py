@@ -139,3 +139,53 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
     assert table[0] == "| ranker | ability | n | R@1 | R@5 | R@10 | R@20 |"
     assert table[2] == "| fts5 | extraction | 1 | 1.000 | 1.000 | 1.000 | 1.000 |"
     assert len(table) == 2 + 2 * 3
+
+
+def test_fit_folds_hold_half_of_each_benchmark() -> None:
+    from benchmarks import fit as F
+
+    def conv(name: str) -> L.Conversation:
+        return L.Conversation(name, (), ())
+
+    locomo = [conv(f"conv-{i}") for i in range(6)]
+    beam = [conv(f"100K-{i}") for i in range(1, 11)]
+    a, b = F.folds(locomo, beam)
+    assert [c.sample_id for c in a["LoCoMo"]] == ["conv-0", "conv-1", "conv-2"]
+    assert [c.sample_id for c in b["LoCoMo"]] == ["conv-3", "conv-4", "conv-5"]
+    assert [c.sample_id for c in a["BEAM"]] == ["100K-1", "100K-3", "100K-5", "100K-7", "100K-9"]
+    assert [c.sample_id for c in b["BEAM"]] == ["100K-2", "100K-4", "100K-6", "100K-8", "100K-10"]
+
+
+def test_fitted_shipped_is_the_hybrid_recipe() -> None:
+    from mnemon_core.recall.config import HYBRID
+    from mnemon_core.recall.intent import Intent
+
+    shipped = L.Fitted.shipped()
+    config = shipped.config()
+    for intent in Intent:
+        for vectors in (True, False):
+            assert config.weights(intent, vectors) == pytest.approx(HYBRID.weights(intent, vectors))
+    assert config.flow == HYBRID.flow and config.source_factor == HYBRID.source_factor
+    changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25).config()
+    assert changed.flow.decay == 0.5 and changed.source_factor == {"assistant": 0.25}
+
+
+def test_fit_grid_mixes_the_no_vector_weights_with_a_similarity_share() -> None:
+    from benchmarks import fit as F
+
+    shipped = L.Fitted.shipped()
+    cands = F.candidates((0.2,), (0.7,))
+    nv = shipped.no_vectors
+    assert cands[0] == shipped and len(cands) == 2
+    assert cands[1].vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)
+    assert cands[1].no_vectors == nv and cands[1].reply == 0.7 and cands[1].decay == shipped.decay
+
+
+def test_fit_objective_counts_each_benchmark_the_same() -> None:
+    from benchmarks import fit as F
+
+    part = {"LoCoMo": [L.Conversation("conv-1", (), ())], "BEAM": [L.Conversation("100K-1", (), ())]}
+    # LoCoMo: 10 questions, R@10 0.5; BEAM: 2 questions, R@10 1.0 → the mean of the two, not of the 12 questions.
+    table = {("conv-1", "mnemon-none", 0): (10, 5.0), ("100K-1", "mnemon-none", 0): (2, 2.0)}
+    assert F._objective(table, part, ["mnemon-none"], 0) == pytest.approx(0.75)
+    assert F._fold_r10(table, part, "mnemon-local", 0) == {}

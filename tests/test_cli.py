@@ -161,6 +161,32 @@ def test_cli_does_not_import_the_engine_for_version() -> None:
     assert out.strip().endswith("[]")
 
 
+def test_help_imports_no_shutil() -> None:
+    """argparse's help formatter imports shutil (and its compression modules) for the terminal width; the CLI's
+    own formatter reads the width the same way without it."""
+    code = (
+        "import sys\nfrom mnemon_core.client import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print([m for m in ('shutil', 'pydantic', 'numpy') if m in sys.modules], file=sys.stderr)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.stdout.startswith("usage: ") and p.stderr == "[]\n"
+
+
+@pytest.mark.parametrize("columns", [None, "", "abc", "0", "-3", "37", "120"])
+def test_help_is_as_wide_as_argparse_makes_it(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from mnemon_core.cli import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+
+
 def test_core_import_pulls_no_framework() -> None:
     code = (
         "import sys, mnemon_core; from mnemon_core import Memory\n"

@@ -228,6 +228,73 @@ def test_local_cache_embeds_each_text_once() -> None:
     assert len(e.calls) == 3
 
 
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def test_windows_cut_at_whitespace_within_the_limit() -> None:
+    from mnemon_core.embed.local import windows
+
+    text = " ".join(f"w{i}" for i in range(10))
+    assert windows(text, _words, 4) == [("w0 w1 w2 w3", 4), ("w4 w5 w6 w7", 4), ("w8 w9", 2)]
+    assert windows(text, _words, 4, most=2) == [("w0 w1 w2 w3", 4), ("w4 w5 w6 w7", 4)]
+    assert windows("  short text \n", _words, 4) == [("short text", 2)]
+    assert windows("   ", _words, 4) == []
+    # Runs of whitespace between windows are not part of either.
+    assert windows("a b\n\n  c d", _words, 2) == [("a b", 2), ("c d", 2)]
+
+
+def test_windows_cut_inside_a_word_only_when_it_alone_is_too_long() -> None:
+    from mnemon_core.embed.local import windows
+
+    def chars(text: str) -> int:
+        return len(text)
+
+    assert windows("abcdefghij kl", chars, 4) == [("abcd", 4), ("efgh", 4), ("ij", 2), ("kl", 2)]
+    assert windows("ab cd ef", chars, 5) == [("ab cd", 5), ("ef", 2)]
+
+
+LONG_MEMORY = " ".join(
+    f"Step {i}: the deploy script copies build {i} to the staging host and restarts the worker." for i in range(120)
+)
+
+
+def test_local_embeds_at_most_one_pass_per_window() -> None:
+    from mnemon_core.embed.local import E5_WINDOW_TOKENS, LocalEmbedder, _load
+
+    model = _load()
+    assert model.token_count(LONG_MEMORY) > 3 * E5_WINDOW_TOKENS
+
+    class Recording(LocalEmbedder):
+        def __init__(self, max_windows: int) -> None:
+            super().__init__(max_windows)
+            self.passes: list[str] = []
+
+        def _embed_windows(self, windows: list[str], *, query: bool) -> np.ndarray:
+            self.passes.extend(windows)
+            return super()._embed_windows(windows, query=query)
+
+    one, two = Recording(1), Recording(2)
+    v1, v2 = one.embed(LONG_MEMORY), two.embed(LONG_MEMORY)
+    assert len(one.passes) == 1 and len(two.passes) == 2
+    assert all(model.token_count(w) <= E5_WINDOW_TOKENS for w in one.passes + two.passes)
+    assert one.passes[0] == two.passes[0] and LONG_MEMORY.startswith(one.passes[0] + " ")
+    assert LONG_MEMORY.startswith(two.passes[0] + " " + two.passes[1] + " ")
+    # max_windows 1: the first window's own vector; 2: the token-weighted mean of both, normalised.
+    first, second = model.passage(two.passes)
+    np.testing.assert_allclose(v1, first, atol=1e-6)
+    n1, n2 = model.token_count(two.passes[0]), model.token_count(two.passes[1])
+    mean = (n1 * first + n2 * second) / (n1 + n2)
+    np.testing.assert_allclose(v2, mean / np.linalg.norm(mean), atol=1e-6)
+    # A text that fits one window reaches the model as it is, in one batch with the long one.
+    short = "The cache expires after ten minutes."
+    one.passes.clear()
+    one.embed_batch([short, LONG_MEMORY + " again"])
+    assert len(one.passes) == 2 and one.passes[0] == short and LONG_MEMORY.startswith(one.passes[1] + " ")
+    with pytest.raises(ValueError, match="max_windows must be at least 1"):
+        LocalEmbedder(0)
+
+
 def test_local_calibration_links_paraphrase_not_unrelated(local: Any) -> None:
     def cal(a: str, b: str) -> float:
         v = local.embed_batch([a, b])

@@ -17,8 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import _alive, run_cli, stop_engines
+import mnemon_core
 from mnemon_core import client, resident
 from mnemon_core.engine import Engine
 
@@ -141,6 +144,48 @@ def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path
     assert status["stores_open"] == ["default"]  # opened by the warm-up, before any call reached it
     second = run_cli("recall", "warm")
     assert (second.out, second.err) == (first.out, first.err)
+
+
+# What a served call must not import: the standard library's heavier modules (json's and re's compiled patterns,
+# socket's enums, hashlib's OpenSSL, typing, argparse, pathlib) and the in-process CLI. A served call costs the
+# interpreter's start and the client, nothing more.
+CLIENT_MUST_NOT_IMPORT = ("json", "socket", "hashlib", "re", "enum", "typing", "argparse", "pathlib", "dataclasses",
+                          "struct", "shutil", "collections", "functools", "mnemon_core.cli", "mnemon_core.once")
+
+
+def test_a_served_call_imports_only_the_client(engine_on: Path) -> None:
+    run_cli("remember", "a light client", env={"MNEMON_DAEMON": "off"})
+    run_cli("daemon", "start")
+    code = ("import sys\nbefore = set(sys.modules)\nfrom mnemon_core.client import main\ncode = main(['recall', 'light'])\n"
+            f"print([m for m in {CLIENT_MUST_NOT_IMPORT!r} if m in sys.modules and m not in before], file=sys.stderr)\n"
+            "sys.exit(code)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert (p.returncode, p.stderr) == (0, "[]\n")
+    assert [h["content"] for h in json.loads(p.stdout)["results"]] == ["a light client"]
+
+
+def test_a_served_call_leaves_without_finalizing_and_keeps_its_status(engine_on: Path) -> None:
+    """`mnemon` (client.run) ends a call the engine answered at once: no finalization (nothing of it needs one),
+    the engine's output and exit status intact; an in-process call finalizes as any program does."""
+    run_cli("remember", "left at once", env={"MNEMON_DAEMON": "off"})
+    run_cli("daemon", "start")
+    code = ("import atexit, sys\natexit.register(lambda: print('finalized', file=sys.stderr))\n"
+            "from mnemon_core.client import run\nsys.argv = ['mnemon', *sys.argv[1:]]\nsys.exit(run())")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+
+    def call(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                              env={**env, **extra}, timeout=60)
+
+    served, alone = call("recall", "left"), call("recall", "left", MNEMON_DAEMON="off")
+    assert (served.returncode, served.stderr) == (0, "") and alone.stderr == "finalized\n"
+    assert served.stdout == alone.stdout and json.loads(served.stdout)["results"][0]["content"] == "left at once"
+    missing = call("show", "nope")
+    assert missing.returncode == 1 and missing.stderr == call("show", "nope", MNEMON_DAEMON="off").stderr[
+        :-len("finalized\n")] != ""
 
 
 def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
@@ -278,3 +323,83 @@ def test_which_calls_go_to_the_engine() -> None:
     assert not client.wants_engine(["recall", "--help"], on) and not client.wants_engine(["--version"], on)
     assert not client.wants_engine(["recall", "x", "--no-daemon"], on)
     assert not client.wants_engine(["recall", "x"], {"MNEMON_DAEMON": "off"})
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                    max_leaves=20)
+
+
+def framed(body: bytes) -> dict | None:
+    """What `resident.receive` makes of one frame carrying `body`."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(len(body).to_bytes(resident.HEADER_BYTES, "big") + body)
+        return resident.receive(b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(), JSON, max_size=6))
+def test_a_message_arrives_as_json_sent_it(message: dict) -> None:
+    a, b = socket.socketpair()
+    with a, b:
+        resident.send(a, message)
+        assert resident.receive(b) == json.loads(json.dumps(message))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=40), st.builds(lambda v: json.dumps(v).encode(), JSON),
+                 st.builds(lambda v, tail: json.dumps(v).encode() + tail, JSON, st.sampled_from([b" x", b"{}", b"1"]))))
+def test_a_frame_is_read_as_json_loads_reads_it(body: bytes) -> None:
+    try:  # a frame is UTF-8 (json.loads would also guess UTF-16 and UTF-32 from bytes)
+        expected = json.loads(body.decode("utf-8"))
+    except ValueError:
+        expected = None
+    assert framed(body) == (expected if isinstance(expected, dict) else None)
+
+
+def test_frames_that_are_no_message() -> None:
+    for body in (b"", b"  ", b"[1]", b'{"a": 1} {}', b'{"a": NaN}x', b"\xff{}", b'{"a": "\xc3"}', b'"text"'):
+        assert framed(body) is None, body
+    assert framed(b' {"a": [1, 2.5, -Infinity, null, true]} \n') == {"a": [1, 2.5, float("-inf"), None, True]}
+
+
+def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
+    here = Path(resident.__file__).resolve().parent
+    files = [Path(root, f) for root, dirs, names in os.walk(here) if "__pycache__" not in Path(root).parts
+             for f in names if f.endswith(".py")]
+    newest = max(f.stat().st_mtime_ns for f in files)
+    assert resident.code_stamp() == f"{mnemon_core.__version__}:{len(files)}:{newest}"
+
+
+WARM_PROBE = """
+import json, os, sys, threading, time
+from mnemon_core import client, resident
+from mnemon_core.engine import Engine
+data_dir = sys.argv[1]
+engine = Engine(data_dir)
+thread = threading.Thread(target=engine.run, daemon=True)
+thread.start()
+deadline = time.monotonic() + 60
+while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    time.sleep(0.01)
+before = set(sys.modules)
+env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+reply = resident.ask(data_dir, {"op": "run", "id": "0" * 32, "argv": ["recall", "warm"], "stdin": None,
+                                "env": {**env, "MNEMON_DATA_DIR": data_dir}})
+engine.stop()
+thread.join(60)
+print(json.dumps({"code": reply["code"], "new": sorted(set(sys.modules) - before)}))
+"""
+
+
+def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -> None:
+    """The engine binds its socket once warm: the first call it serves imports nothing more (a first served call
+    that paid for the recall's modules came after calls that ran in-process meanwhile, and was the slowest)."""
+    run_cli("remember", "warm start", env={"MNEMON_DAEMON": "off"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", WARM_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert json.loads(p.stdout.splitlines()[-1]) == {"code": 0, "new": []}, p.stderr
+    assert "warm-up" not in p.stderr  # the engine's log: its warm-up met no fault

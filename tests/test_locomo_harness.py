@@ -182,7 +182,9 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_ablation_first_variant_is_memory_recall(conv: L.Conversation, tmp_path: Path) -> None:
+def test_ablation_first_variant_is_memory_recall(
+    conv: L.Conversation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ranker = L.MnemonRanker(conv, tmp_path / "stores", None)
     try:
         spec = L.VARIANTS[0]
@@ -192,9 +194,15 @@ def test_ablation_first_variant_is_memory_recall(conv: L.Conversation, tmp_path:
         for q in conv.questions:
             assert [ranker.dia[i] for i in L.recall_variant(ranker.memory, q.question, spec_recipe)] == [
                 ranker.dia[h.id] for h in ranker.memory.recall(q.question, limit=L.RECALL_LIMIT, recipe="spec").results]
-        # Without the recency signal the store's own latest() is back afterwards.
+        # Without the recency signal the store's latest_ids() is never asked, and is back afterwards.
+        store = ranker.memory.store
+        asked: list[int] = []
+        own = type(store).latest_ids
+        monkeypatch.setattr(type(store), "latest_ids", lambda self, **kw: asked.append(1) or own(self, **kw))
         L.recall_variant(ranker.memory, conv.questions[0].question, L.Variant("x", spec.change, recency=False))
-        assert "latest" not in vars(ranker.memory.store)
+        assert asked == [] and "latest_ids" not in vars(store)
+        L.recall_variant(ranker.memory, conv.questions[0].question, spec)
+        assert asked == [1]
     finally:
         ranker.close()
     with pytest.raises(RuntimeError, match="exists"):  # a kept store is never imported into twice

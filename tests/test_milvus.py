@@ -38,6 +38,35 @@ def test_vectors_live_in_milvus_not_in_the_store(tmp_path: Path) -> None:
         assert s.vector_matrix("m4", 4)[0] == [a] == s.vector_matrix("m4", 4)[0]  # a scan, then a refresh
 
 
+def test_two_store_objects_of_one_process_see_each_others_vectors(tmp_path: Path) -> None:
+    """Milvus Lite has one process per file, so a reader's cache needs no read-back after its own writes; but the
+    engine keeps several store objects of one store: a vector another object wrote is in the next matrix and
+    search, a forgotten one is gone from it, and reads with no write between them ask Milvus nothing."""
+    from mnemon_core import Memory
+
+    url = f"milvus://{tmp_path / 'v.db'}"
+    e = [np.eye(4, dtype=np.float32)[i] for i in range(4)]
+    with Memory(store="shared") as a, Memory(store="shared") as b:
+        a.settings.vector_url = b.settings.vector_url = url
+        x, y = a.remember("first note").id, b.remember("second note").id
+        a.store.set_vector(x, e[0], "m4")
+        assert a.store.vector_matrix("m4", 4)[0] == [x]
+        b.store.set_vector(y, e[1], "m4")
+        ids, mat = a.store.vector_matrix("m4", 4)
+        assert ids == [x, y] and np.allclose(mat[1], e[1])
+        assert [i for i, _ in a.store.nearest("m4", e[1], 1)] == [y]
+        b.store.soft_delete([y], "2026-01-01T00:00:00Z")
+        assert a.store.vector_matrix("m4", 4)[0] == [x]
+        a.store.set_vector(x, e[2], "m4")  # its own write: in its cache, and b's is behind
+        assert np.allclose(a.store.vector_matrix("m4", 4)[1][0], e[2])
+        assert np.allclose(b.store.vector_matrix("m4", 4)[1][0], e[2])
+        calls = []
+        a.store.milvus.rows = lambda *args, **kw: calls.append(args) or iter(())
+        a.store.vector_matrix("m4", 4)
+        a.store.ann_index("m4", 4)
+        assert calls == []
+
+
 def test_a_scan_prints_no_library_warning(tmp_path: Path) -> None:
     """pymilvus warns on stderr at every scan ("failed to get mvccTs …" with Milvus Lite): not one line of ours."""
     import subprocess

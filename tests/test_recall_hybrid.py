@@ -256,3 +256,104 @@ def test_a_role_is_not_someone(mem: Memory) -> None:
     assert [h.insight.content for h in r.results][0] == "The user prefers short answers"
     assert {h.signals.entity for h in r.results} == {0.0}
     assert mem.recall("what does the user prefer?").results[1].confidence == "low"
+
+
+# ---------------------------------------------------------------- who said it, and which statement is newer
+
+
+def _smart(mem: Memory, query: str, config, limit: int = 5) -> list[str]:
+    from mnemon_core.recall.intent import detect_intent
+    from mnemon_core.recall.pipeline import scope_of, smart_recall
+
+    found = smart_recall(mem.store, query, intent=detect_intent(query), intent_source="auto", limit=limit,
+                         scope=scope_of(None, None), config=config)
+    return [r.id for r in found.results]
+
+
+def test_the_users_statement_outranks_the_assistants_restatement(mem: Memory) -> None:
+    put(mem, "said", "We keep the budget data in PostgreSQL now", 1, source="user")
+    put(mem, "reply", "Keeping budget data in PostgreSQL: budget data in PostgreSQL, budget data backups, budget "
+        "data indexes", 2, source="Assistant")  # the source matches whatever its case
+    for i in range(6):
+        put(mem, f"x{i}", f"unrelated note {i} about gardening", 3 + i)
+    assert HYBRID.source_factor == {"assistant": 0.6}
+    assert _smart(mem, "budget data PostgreSQL", HYBRID)[:2] == ["said", "reply"]
+    # Without the factor the longer restatement wins on term frequency; the spec recipe has no factor.
+    assert _smart(mem, "budget data PostgreSQL", HYBRID.model_copy(update={"source_factor": {}}))[:2] == [
+        "reply", "said"]
+    assert SPEC.source_factor == {} and SPEC.update_margin == 0.0
+
+
+def test_a_person_named_like_no_role_keeps_their_score(mem: Memory) -> None:
+    from mnemon_core.recall.prior import source_factor
+
+    put(mem, "p", "I went camping by the lake", 1, source="Melanie")
+    put(mem, "a", "Camping by the lake sounds lovely", 2, source="assistant")
+    from mnemon_core.recall.graph import graph_view
+
+    view = graph_view(mem.store)
+    with view.lock:
+        view.sync()
+        nodes = view.intern(["p", "a"])
+        assert source_factor(view, nodes, {"assistant": 0.6}).tolist() == [1.0, 0.6]
+        assert source_factor(view, nodes, {}) is None
+
+
+def test_newer_first_swaps_only_neighbours_that_update_each_other() -> None:
+    import numpy as np
+
+    from mnemon_core.recall.updates import newer_first
+
+    score = np.array([1.0, 0.95, 0.9, 0.5])
+    created = np.array([10, 30, 20, 40])
+    terms = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1], [1, 1, 0]], dtype=bool)
+    # 1 is newer than 0, holds the same terms and scores within 10 %: it goes first. 3 is newer still but
+    # scores half: it stays. 2 holds other terms: it stays.
+    assert newer_first([0, 1, 2, 3], score, created, terms, margin=0.1) == [1, 0, 2, 3]
+    assert newer_first([0, 1, 2, 3], score, created, terms, margin=0.0) == [0, 1, 2, 3]
+    assert newer_first([0, 1, 2, 3], score, created, terms, margin=0.6) == [1, 0, 2, 3]  # 3 cannot pass 2
+    # A row climbs past several older ones it updates, one place at a time.
+    score = np.array([1.0, 0.98, 0.97])
+    created = np.array([1, 2, 3])
+    same = np.ones((3, 2), dtype=bool)
+    assert newer_first([0, 1, 2], score, created, same, margin=0.05) == [2, 1, 0]
+    # Mostly the same terms: Jaccard {a, b} / {a, b, c} = 2/3 >= 0.5; {a} / {a, b, c} = 1/3 < 0.5.
+    terms = np.array([[1, 1, 1], [1, 1, 0]], dtype=bool)
+    assert newer_first([0, 1], np.array([1.0, 0.95]), np.array([1, 2]), terms, margin=0.1) == [1, 0]
+    terms = np.array([[1, 1, 1], [1, 0, 0]], dtype=bool)
+    assert newer_first([0, 1], np.array([1.0, 0.95]), np.array([1, 2]), terms, margin=0.1) == [0, 1]
+
+
+def test_a_knowledge_update_comes_before_the_statement_it_updates(mem: Memory) -> None:
+    put(mem, "march", "Dashboard API response time: 400ms", 1)
+    put(mem, "may", "Dashboard API response time is now 250ms", 90)
+    for i in range(6):
+        put(mem, f"x{i}", f"unrelated note {i} about gardening", 3 + i)
+    q = "What is the dashboard API response time?"
+    assert _smart(mem, q, HYBRID.model_copy(update={"update_margin": 0.0}))[:2] == ["march", "may"]
+    assert _smart(mem, q, HYBRID)[:2] == ["may", "march"]
+    # A much better older match keeps its place: the same update at half the score does not pass it.
+    assert _smart(mem, q, HYBRID.model_copy(update={"update_margin": 0.01}))[:2] == ["march", "may"]
+
+
+def test_cli_an_imported_chat_answers_with_the_users_statement(tmp_path: Path) -> None:
+    draft = {"schema_version": "1", "source": "chat-export", "insights": [
+        {"content": "user: Our budget tracker keeps its data in PostgreSQL since the April migration.",
+         "source": "user", "session": "1", "created_at": "2024-04-02T10:00:00Z"},
+        {"content": "assistant: PostgreSQL for a budget tracker: keep budget data in PostgreSQL tables, back the "
+         "PostgreSQL budget data up nightly, and index the budget data by month.", "source": "assistant",
+         "session": "1", "created_at": "2024-04-02T10:01:00Z"},
+        {"content": "user: The dashboard API response time is 400ms.", "source": "user", "session": "2",
+         "created_at": "2024-03-01T09:00:00Z"},
+        {"content": "user: Dashboard API response time is now 250ms after caching.", "source": "user",
+         "session": "3", "created_at": "2024-05-01T09:00:00Z"},
+    ]}
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(draft), encoding="utf-8")
+    assert run_cli("import", str(path), "--no-diff").code == 0
+    out = run_cli("recall", "where is the budget data stored? PostgreSQL", "--limit", "2")
+    assert out.code == 0
+    assert [h["content"][:10] for h in out.json()["results"]] == ["user: Our ", "assistant:"]
+    out = run_cli("recall", "What is the dashboard API response time?", "--limit", "2")
+    assert [h["content"][:28] for h in out.json()["results"]] == [
+        "user: Dashboard API response", "user: The dashboard API resp"]

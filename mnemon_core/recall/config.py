@@ -93,6 +93,13 @@ class RecallConfig(BaseModel):
         default=None, description="weights without vectors; None: the others with similarity dropped, rescaled"
     )
     superseded_factor: float = Field(default=C.SUPERSEDED_FACTOR)
+    source_factor: dict[str, float] = Field(
+        default_factory=dict, description="score × this for an insight whose (lower-case) source is the key (prior.py)"
+    )
+    update_margin: float = Field(
+        default=0.0, ge=0, le=1, description="a newer result about the same query terms goes ahead of an older one "
+        "whose score it is within this share of (updates.py); 0: off"
+    )
     # What the recipes differ in (the defaults are the spec's).
     keyword: Literal["coverage", "bm25"] = Field(
         default="coverage", description="coverage: share of the query's tokens; bm25: BM25 over stemmed terms"
@@ -139,6 +146,8 @@ HYBRID = RecallConfig(
     rerank_weights=_all_intents(*C.HYBRID_WEIGHTS),
     rerank_weights_no_vectors=_all_intents(*C.HYBRID_WEIGHTS_NO_VECTORS),
     source_entity=True,
+    source_factor=dict(C.REPLY_SOURCE_FACTOR),
+    update_margin=C.UPDATE_MARGIN,
     confidence="evidence",
     why_order="chains",
 )

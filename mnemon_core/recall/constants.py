@@ -67,12 +67,20 @@ FLOW_EDGE_WEIGHTS: dict[Intent, dict[EdgeType, float]] = {
 # Sources that are roles, not someone: the defaults of remember, import and the faces. A query saying "the user"
 # names no one in particular, so these never count as the query's entities (`source_entity`).
 ROLE_SOURCES = frozenset({"user", "assistant", "agent", "system", "import", "chat-export"})
+# Who said it (prior.py): an assistant's reply in an imported chat restates what the user said at length; its
+# score is multiplied by this (chosen by cross-validation over LoCoMo and BEAM: benchmarks/RESULTS.md, "BEAM").
+REPLY_SOURCE_FACTOR: dict[str, float] = {"assistant": 0.6}
+# Knowledge updates (updates.py): a newer result goes ahead of an older one when it scores at least
+# (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP).
+UPDATE_MARGIN = 0.1
+UPDATE_MIN_OVERLAP = 0.5
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
 HYBRID_ANCHOR_TOP_K = 100
-# Rerank weights (keyword, entity, similarity, graph), the same for every intent; fitted by two-fold
-# cross-validation on the LoCoMo dev conversations (benchmarks/RESULTS.md).
-HYBRID_WEIGHTS = (0.2275, 0.1557, 0.2976, 0.3191)
+# Rerank weights (keyword, entity, similarity, graph), the same for every intent. Without vectors: fitted by
+# two-fold cross-validation on the LoCoMo dev conversations; with vectors: the same weights × (1 - 0.1) and 0.1 on
+# similarity, the share chosen by cross-validation over LoCoMo and BEAM (benchmarks/fit.py; RESULTS.md, "BEAM").
 HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
+HYBRID_WEIGHTS = (0.4013, 0.2257, 0.1, 0.273)
 # Evidence confidence (evidence.py): the weighted share of the query's terms and entities a result holds.
 # At least this share is "high", at least the medium share (or a calibrated cosine of at least
 # CONFIDENCE_MIN_SIMILARITY: a paraphrase) "medium", anything less "low", whatever the score.

@@ -30,9 +30,11 @@ from .evidence import causal_support, coverage, forward, label, query_keys, sure
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
 from .output import hint
+from .prior import source_factor
 from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
+from .updates import newer_first
 
 __all__ = ["AnnSearch", "Outcome", "VectorInput", "scope_of", "smart_recall", "vector_input"]
 
@@ -77,6 +79,7 @@ class _Signals(NamedTuple):
     cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
     entity_keys: list[str]  # the query's entities (lower-case), sources it names included
     entity_posts: list[np.ndarray]  # of each: the nodes naming it (or said by it), sorted
+    term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -152,11 +155,14 @@ def _signals(
     # Signal 1: keyword — coverage of the query's tokens, or BM25 of its stemmed terms; either score, BM25
     # divided by the best of this query, is also the rerank's keyword term.
     if bm25:
-        keyword = _bm25(view, view.term_postings(list(dict.fromkeys(terms(query)))), scope)
+        term_posts = view.term_postings(list(dict.fromkeys(terms(query))))
+        keyword = _bm25(view, term_posts, scope)
         keyword_rank = _top_scores(view, keyword, k)
+        term_nodes = [p[0] for p in term_posts]
     else:
         keyword = _shares(view, posts[: len(tokens)], scope)
         keyword_rank = _top(view, keyword, len(tokens), k)
+        term_nodes = posts[: len(tokens)]
 
     # Signal 2: vector (calibrated cosine > 0.1), only with a query vector and stored vectors.
     cosines = None
@@ -190,7 +196,7 @@ def _signals(
         {VIA_KEYWORD: keyword_rank, VIA_VECTOR: vector_rank, VIA_TIME: time_rank, VIA_ENTITY: entity_rank},
         config.rrf_k,
     )
-    return _Signals(anchors, keyword, entity, cosines, cosine_of, entities, entity_posts)
+    return _Signals(anchors, keyword, entity, cosines, cosine_of, entities, entity_posts, term_nodes)
 
 
 # Candidates asked of the ANN index per anchor slot (more when a scope rejects some).
@@ -395,7 +401,16 @@ def _run_flow(
     kw, ent, sim, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
     score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, sim, flowed.graph, superseded, config.superseded_factor)
+    prior = source_factor(view, nodes, config.source_factor)
+    if prior is not None:
+        score = score * prior
     rows = _best_rows(view, nodes, score, limit)
+    if config.update_margin > 0 and sig.term_nodes and len(rows) > 1:
+        picked = nodes[rows]
+        held = np.stack([np.isin(picked, t) for t in sig.term_nodes], axis=1)
+        order = newer_first(list(range(len(rows))), score[rows], view.created_key[picked], held,
+                            margin=config.update_margin)
+        rows = [rows[i] for i in order]
     ids = view.ids
     labels = {a.id: a.via for a in sig.anchors}
     out = []

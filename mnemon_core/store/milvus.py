@@ -45,6 +45,9 @@ REFRESH_SLACK_NS = 5_000_000_000
 SEARCH_MARGIN = 16  # extra neighbours asked for, so that vectors of insights not in the store can be dropped
 
 _clients: dict[str, Any] = {}  # url → MilvusClient (Milvus Lite serves one client per file and process)
+# (url, collection prefix) → how many writes this process has sent: with Milvus Lite (one process per file) a
+# reader whose caches saw the current count has nothing to read back (the engine keeps several stores objects)
+_writes: dict[tuple[str, str], int] = {}
 _clients_lock = threading.Lock()
 
 
@@ -102,8 +105,18 @@ class MilvusVectors:
         self.url = url
         self.client = client(url)
         self.prefix = collection_prefix(store)
-        self.slack_ns = 0 if url.startswith("milvus://") else REFRESH_SLACK_NS
+        # Milvus Lite: one process holds the file, so every write is this process's own and is in its caches
+        self.one_process = url.startswith("milvus://")
+        self.slack_ns = 0 if self.one_process else REFRESH_SLACK_NS
         self._dims: set[int] | None = None
+
+    def writes(self) -> int:
+        """Writes this process has sent to these collections (any object's)."""
+        return _writes.get((self.url, self.prefix), 0)
+
+    def _wrote(self) -> None:
+        with _clients_lock:
+            _writes[(self.url, self.prefix)] = self.writes() + 1
 
     def _name(self, dim: int) -> str:
         return f"{self.prefix}{dim}"
@@ -145,6 +158,7 @@ class MilvusVectors:
                 self.client.delete(self._name(other), ids=[r["id"] for r in batch])
             for i in range(0, len(batch), PAGE):
                 self.client.upsert(name, batch[i:i + PAGE])
+        self._wrote()
 
     def get(self, ids: Sequence[str]) -> dict[str, tuple[str, np.ndarray, bool]]:
         """id → (model, vector, active) of those stored."""
@@ -190,6 +204,7 @@ class MilvusVectors:
         for dim in sorted(self.dims()):
             self.client.drop_collection(self._name(dim))
         self._dims = set()
+        self._wrote()
 
 
 class _Ann:
@@ -234,7 +249,8 @@ class WithVectors:
         # A transaction's writes not sent yet: (id, model, vector) to set, or (id, None, None) to deactivate.
         self._pending: list[tuple[str, str | None, np.ndarray | None]] = []
         self._caches: dict[tuple[str, int], VectorCache] = {}
-        self._seen_ns = -1  # the newest `ts` the caches hold
+        # per cache: the newest `ts` it holds, and the process's write count (`MilvusVectors.writes`) it saw
+        self._seen: dict[tuple[str, int], tuple[int, int]] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -255,6 +271,7 @@ class WithVectors:
                 if len(self._pending) > mark or self._depth == 1:
                     del self._pending[mark:]
                     self._caches.clear()  # they had the undone writes; rebuilt from Milvus and what is left
+                    self._seen.clear()
                 raise
             finally:
                 self._depth -= 1
@@ -290,10 +307,14 @@ class WithVectors:
         for id_, (model, vec, _) in self.milvus.get(sorted(off)).items() if off else ():
             rows[id_] = (model, vec, False)
         if rows:
+            before = self.milvus.writes()
             try:
                 self.milvus.upsert([(k, m, v, a) for k, (m, v, a) in rows.items()])
             except Exception as e:  # noqa: BLE001 - the store's transaction rolls back with it
                 raise StoreError(f"cannot write vectors to Milvus at {self.milvus.url}: {_first_line(e)}") from e
+            for key, (ns, seen) in self._seen.items():  # this write is in the caches already (`_write`)
+                if seen == before:
+                    self._seen[key] = (ns, before + 1)
 
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
         self._write((id, model, np.asarray(vector, dtype=np.float32)))
@@ -326,10 +347,16 @@ class WithVectors:
 
     def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
         """(ids, unit vectors) of the store's active insights embedded by `model` in `dim` dimensions: the rows
-        written since the last call read from Milvus, kept only for insights active in the store."""
+        written since the last call read from a Milvus server (Milvus Lite's are all this process's own, already in
+        the cache), kept only for insights active in the store."""
         with self._lock:
+            cache = self._current_cache(model, dim)
+            if cache is not None:  # Milvus Lite, and no other object of this process wrote since
+                return cache.snapshot()
             cache = self._caches.get((model, dim))
-            since = self._seen_ns - self.milvus.slack_ns if cache is not None else -1
+            writes = self.milvus.writes()  # before the read: a write after it is read next time
+            seen_ns = self._seen.get((model, dim), (-1, -1))[0]
+            since = seen_ns - self.milvus.slack_ns if cache is not None else -1
             rows = list(self.milvus.rows(f"ts > {since}", ["model", "active", "ts", "vec"], [dim]))
             if cache is None:
                 cache = self._caches[(model, dim)] = VectorCache(model, dim)
@@ -337,16 +364,28 @@ class WithVectors:
                 active = set(self.inner.insight_meta([r["id"] for r in rows if r["active"]]))
                 cache.apply([(r["id"], encode(np.asarray(r["vec"], dtype=np.float32)), r["model"],
                               r["id"] in active) for r in rows], 0)
-                self._seen_ns = max(self._seen_ns, max(int(r["ts"]) for r in rows))
+                seen_ns = max(seen_ns, max(int(r["ts"]) for r in rows))
                 _apply(cache, self._pending)  # this transaction's writes stay on top
             elif since == -1:
                 _apply(cache, self._pending)
+            self._seen[(model, dim)] = (seen_ns, writes)
             return cache.snapshot()
+
+    def _current_cache(self, model: str, dim: int) -> VectorCache | None:
+        """The cache of (model, dim) when it holds every vector there is: Milvus Lite has one process per file,
+        so when no store object of this process wrote since the cache's last read, nothing else did."""
+        cache = self._caches.get((model, dim))
+        seen = self._seen.get((model, dim))
+        if cache is None or seen is None or not self.milvus.one_process or seen[1] != self.milvus.writes():
+            return None
+        return cache
 
     def ann_index(self, model: str, dim: int) -> _Ann | None:
         """Milvus's index as recall's vector signal once it holds `ANN_MIN_ROWS` vectors of (model, dim); below,
         None: recall scans the matrix exactly."""
-        if self.milvus.count(model, dim) < max(1, base.ANN_MIN_ROWS):
+        cache = self._current_cache(model, dim)
+        count = len(cache.snapshot()[0]) if cache is not None else self.milvus.count(model, dim)
+        if count < max(1, base.ANN_MIN_ROWS):
             return None
         return _Ann(self, model, dim)
 
