@@ -3,7 +3,7 @@
     pip install -e '.[openai]' && python cookbook/judge_causal.py
 
 `remember` returns candidates (semantic and causal) for the host LLM to judge; `LinkJudge` is that LLM step:
-one call per new insight, every decision validated, links made with created_by "judge". Neither memory below
+the candidates of several new insights per call, every decision validated, links made with created_by "judge". Neither memory below
 says "because", so the engine itself draws no causal edge between them — the judge does, and a WHY recall
 then follows it.
 
@@ -31,17 +31,13 @@ LLM: dict[str, Any] | None = None  # ← the one line: None = local fake server;
 
 
 def stand_in(request: dict[str, Any]) -> Reply:
-    """Plays the judge: links a candidate about Milvus as the cause of the new memory, declines the rest."""
-    block = request["messages"][-1]["content"].split("```json\n", 1)[1].split("\n```", 1)[0]
-    decisions = []
-    for c in json.loads(block)["candidates"]:
-        about_milvus = "Milvus" in c["content"]
-        decisions.append({
-            "ref": c["ref"], "link": about_milvus, "edge_type": "causal" if about_milvus else "semantic",
-            "sub_type": "causes" if about_milvus else None, "direction": "candidate_to_new",
-            "weight": 0.85 if about_milvus else 0.0,
-            "reason": "the slow filtered queries on Milvus led to the move" if about_milvus else "unrelated",
-        })
+    """Plays the judge: links a candidate about Milvus as the cause of the new memory; leaving the other pairs
+    out declines them."""
+    block = json.loads(request["messages"][-1]["content"].split("```json\n", 1)[1].split("\n```", 1)[0])
+    content = {m["ref"]: m["content"] for m in block["memories"]}
+    decisions = [{"ref": p["ref"], "reason": "the slow filtered queries on Milvus led to the move", "link": True,
+                  "edge_type": "causal", "sub_type": "causes", "direction": "candidate_to_new", "weight": 0.85}
+                 for p in block["pairs"] if "Milvus" in content[p["candidate"]]]
     return Reply.json({"decisions": decisions})
 
 

@@ -250,7 +250,8 @@ def _extractor() -> Any:
 
 def _llm_options(a: argparse.Namespace) -> dict[str, Any]:
     """Only the flags given: the rest come from $MNEMON_LLM_* or the defaults."""
-    return {k: v for k, v in (("model", a.model), ("base_url", a.base_url)) if v is not None}
+    given = (("model", a.model), ("base_url", a.base_url), ("temperature", a.temperature), ("seed", a.seed))
+    return {k: v for k, v in given if v is not None}
 
 
 @command("extract")
@@ -268,9 +269,7 @@ def _extract(a: argparse.Namespace) -> None:
     summary: dict[str, Any] = {**run.report.model_dump(mode="json"), "output": None}
     if run.draft is None:
         emit(summary)
-        r = run.report
-        why = f"all {r.chunks} chunks failed" if r.chunks_failed else "the model found nothing worth remembering"
-        raise ex.ExtractionError(f"no draft written: {why}", report=r)
+        raise ex.ExtractionError(f"no draft written: {ex.nothing_because(run.report)}", report=run.report)
     ex.write_draft(run.draft, a.output)
     summary["output"] = a.output
     if run.report.chunks_failed:
@@ -323,6 +322,10 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
         s.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. "
                        "http://localhost:11434/v1 (default $MNEMON_LLM_BASE_URL, else OpenAI); key in "
                        "$MNEMON_LLM_API_KEY")
+        s.add_argument("--temperature", type=float, default=None, help="sampling temperature, 0-2 (default 0: "
+                       "the same input gives the same answer)")
+        s.add_argument("--seed", type=int, default=None, help="sampling seed sent where the server takes one "
+                       "(default 0)")
 
     s = cmd("extract", "Chat export → memory_draft.json through an LLM (extra mnemon-core[openai])")
     s.add_argument("file", help="Markdown/text transcript, ChatGPT or Claude conversations.json, JSON/JSONL "
@@ -331,7 +334,7 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
     s.add_argument("--import", dest="do_import", action="store_true", help="import the draft into the store")
     s.add_argument("--judge", action="store_true", help="with --import: the LLM links each imported insight")
     s.add_argument("--dry-run", action="store_true", help="with --judge: print its decisions, link nothing")
-    s.add_argument("--chunk-tokens", type=int, default=None, help="transcript tokens per LLM call (6000)")
+    s.add_argument("--chunk-tokens", type=int, default=None, help="transcript tokens per LLM call (1200)")
     s.add_argument("--source", default="chat-export", help="source label of the draft (chat-export)")
     llm_flags(s)
 

@@ -4,19 +4,25 @@ malformed JSON, drafts that break a limit, 429s, timeouts, servers without struc
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mnemon_core.draft import ImportDraft
 from mnemon_extractor import Extractor
+from mnemon_extractor.chunking import chunk_conversations
 from mnemon_extractor.errors import ExtractionError, LLMError
-from mnemon_extractor.extract import ChunkFailure
+from mnemon_extractor.extract import ChunkFailure, Dropped, answer_tokens
+from mnemon_extractor.readers import read_export
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,14 +95,27 @@ def test_good_structured_answer_gives_the_exact_draft():
                    "reason": "the choice made the latency possible"}],
     }
     r = ex.last_report
-    assert r.model_dump() == {
+    report = r.model_dump()
+    calls = report.pop("calls")
+    assert (report.pop("seconds") >= 0, report.pop("tokens_per_s") > 0) == (True, True)
+    assert report == {
         "file": str(FIX / "chatgpt_conversations.json"), "format": "chatgpt", "model": "fake-model",
         "mode": "structured", "conversations": 2, "messages": 6, "chunks": 2, "chunks_failed": 0,
-        "insights": 3, "merged": 0, "edges": 1, "failures": [],
+        "insights": 3, "merged": 0, "edges": 1, "failures": [], "insights_dropped": 0, "edges_dropped": 0,
+        "dropped_by_rule": {}, "dropped": [], "splits": 0,
         "tokens": {"prompt": 200, "completion": 40, "total": 240},
     }
+    chunks = chunk_conversations(read_export(FIX / "chatgpt_conversations.json").conversations)
+    assert [(c["chunk"], c["messages"], c["outcome"], c["max_tokens"], c["answer_tokens"], c["insights"])
+            for c in calls] == [(0, "1-4", "ok", answer_tokens(chunks[0].tokens), 20, 2),
+                                (1, "1-2", "ok", answer_tokens(chunks[1].tokens), 20, 1)]
+    assert all(c["tokens_per_s"] > 0 for c in calls)
     first = s.requests[0]
     assert first["model"] == "fake-model"
+    # Bounded and repeatable: the answer's limit sized to the chunk, greedy sampling with a fixed seed, streamed.
+    assert (first["max_tokens"], first["temperature"], first["seed"], first["stream"]) == (
+        512 + 3 * chunks[0].tokens, 0.0, 0, True)
+    assert first["stream_options"] == {"include_usage": True}
     fmt = first["response_format"]
     assert (fmt["type"], fmt["json_schema"]["name"], fmt["json_schema"]["strict"]) == (
         "json_schema", "ExtractionAnswer", True)
@@ -164,15 +183,61 @@ def test_a_limit_error_fixed_on_the_retry_is_accepted():
     assert "insights[0].tags: too many tags (21, max 20)" in s.requests[1]["messages"][-1]["content"]
 
 
-def test_edges_out_of_range_and_self_edges_are_rejected():
-    bad = {"insights": [TERSE], "edges": [
-        {"source_index": 0, "target_index": 0, "edge_type": "semantic", "weight": 0.5, "reason": ""},
-        {"source_index": 0, "target_index": -1, "edge_type": "causal", "weight": 0.5, "reason": ""}]}
+def test_bad_edges_are_dropped_alone_and_the_insights_kept():
+    """A model that chains edges past its insights (0→1 … 3→4 over 3 insights) loses those edges, not the
+    insights; there is no retry (it would repeat the same answer)."""
+    reason = "Qdrant latency follows from the Qdrant choice"
+    bad = {"insights": [QDRANT, LATENCY, TERSE], "edges": [
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7, "reason": reason},
+        {"source_index": 1, "target_index": 1, "edge_type": "semantic", "weight": 0.5, "reason": reason},
+        {"source_index": 2, "target_index": 3, "edge_type": "semantic", "weight": 0.5, "reason": reason},
+        {"source_index": 0, "target_index": -1, "edge_type": "causal", "weight": 0.5, "reason": reason},
+        {"source_index": 0, "target_index": 2, "edge_type": "entity", "weight": 1.5, "reason": reason},
+        {"source_index": 0, "target_index": 2, "edge_type": "because", "weight": 0.5, "reason": reason}]}
     with FakeOpenAIServer([Reply.json(bad)]) as s:
         run = extractor(s).run(FIX / "messages.json")
-    assert run.report.failures[0].error == (
-        "invalid answer after 2 attempts: edges[0].target_index: must differ from source_index (0); "
-        "edges[1].target_index: index -1 out of range (this answer has 1 insights)")
+    assert len(s.requests) == 1 and run.report.failures == []
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 1)]
+    assert [(d.kind, d.rule, d.item, d.detail) for d in run.report.dropped] == [
+        ("edge", "out-of-range", "edges[1]: 1 -> 1",
+         "edges[1].target_index: must differ from source_index (1)"),
+        ("edge", "out-of-range", "edges[2]: 2 -> 3",
+         "edges[2].target_index: index 3 out of range (this answer has 3 insights)"),
+        ("edge", "out-of-range", "edges[3]: 0 -> -1",
+         "edges[3].target_index: index -1 out of range (this answer has 3 insights)"),
+        ("edge", "invalid", "edges[4]", "edges[4].weight: weight must be between 0.0 and 1.0, got 1.50"),
+        ("edge", "invalid", "edges[5]",
+         "edges[5].edge_type: Input should be 'causal', 'semantic', 'temporal' or 'entity'"),
+    ]
+    assert (run.report.edges_dropped, run.report.dropped_by_rule) == (5, {"out-of-range": 3, "invalid": 2})
+
+
+def test_a_bad_insight_is_dropped_alone_and_an_answer_with_none_usable_is_retried():
+    too_important = {**LATENCY, "importance": 7}
+    edge = {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6,
+            "reason": "the Qdrant choice set the latency"}
+    with FakeOpenAIServer([Reply.json({"insights": [QDRANT, too_important], "edges": [edge]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert len(s.requests) == 1
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"]] and run.draft.edges == []
+    assert run.report.dropped == [
+        Dropped(chunk=0, kind="insight", rule="invalid", item=LATENCY["content"],
+                detail="insights[1].importance: importance must be 1-5, got 7"),
+        Dropped(chunk=0, kind="edge", rule="end-dropped", item="edges[0]: 0 -> 1",
+                detail="edges[0]: insight 1 was dropped"),
+    ]
+
+
+def test_an_empty_retry_after_a_rejected_answer_is_a_failure_not_nothing_to_remember():
+    with FakeOpenAIServer([Reply.json({"insights": [{**TERSE, "importance": 9}], "edges": []}),
+                           Reply.json({"insights": [], "edges": []})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft is None and len(s.requests) == 2
+    assert run.report.failures == [ChunkFailure(
+        chunk=0, conversation="Support bot session", messages="1-2", attempts=2,
+        error="the answer was rejected (insights[0].importance: importance must be 1-5, got 9), and the retry "
+              "came back empty")]
 
 
 def test_429_is_retried_by_the_client():
@@ -191,18 +256,31 @@ def test_429_that_persists_fails_the_chunk_with_a_clear_error():
     assert run.report.failures[0].attempts == 0
 
 
-def test_a_timeout_is_retried_by_the_client():
+def test_a_timed_out_request_is_not_sent_again_and_the_error_names_the_setting():
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2)]) as s:
-        ex = extractor(s, timeout=0.5, max_retries=1)
-        draft = ex.extract(FIX / "messages.json")
-    assert len(draft.insights) == 1 and len(s.requests) == 2
+        run = extractor(s, timeout=0.5, max_retries=2).run(FIX / "messages.json")
+    assert run.draft is None and len(s.requests) == 1  # the same request would wait out the same timeout
+    assert run.report.failures[0].error == (
+        "the model server did not answer within 0.5s (MNEMON_LLM_TIMEOUT sets the limit): no token yet (a CPU "
+        "server may take minutes to read a long prompt: raise MNEMON_LLM_TIMEOUT or lower --chunk-tokens)")
 
 
-def test_a_timeout_that_persists_fails_the_chunk():
-    with FakeOpenAIServer([Reply.json(CHUNK2, delay=3)]) as s:
-        run = extractor(s, timeout=0.3, max_retries=0).run(FIX / "messages.json")
-    assert run.draft is None
-    assert run.report.failures[0].error == "the model server did not answer within 0.3s (1 try)"
+def test_a_timeout_names_the_speed_seen():
+    """The timeout bounds silence, not length: a slow answer that keeps coming is read to the end; one that
+    stops halfway fails with the speed it had; after an answer, a silent server is told by that speed."""
+    slow = Reply.json(CHUNK2, token_delay=0.02)  # ~25 pieces, 0.5 s in all: longer than the timeout
+    with FakeOpenAIServer(by_part([slow], [Reply.json(CHUNK2, stall=2)])) as s:
+        ex = extractor(s, timeout=0.3)
+        run = ex.run(FIX / "chatgpt_conversations.json")
+    assert run.report.calls[0].outcome == "ok" and run.report.calls[0].seconds >= 0.4
+    error = run.report.failures[0].error
+    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): it "
+                        r"went silent after \d+ tokens of this answer at [\d.]+ tokens/s", error), error
+    with FakeOpenAIServer(by_part([slow], [Reply.json(CHUNK2, delay=2)])) as s:
+        run = extractor(s, timeout=0.3).run(FIX / "chatgpt_conversations.json")
+    error = run.report.failures[0].error
+    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): no "
+                        r"token of this answer yet; its answers so far came at [\d.]+ tokens/s", error), error
 
 
 def test_a_server_that_keeps_timing_out_is_given_up_on():
@@ -222,7 +300,8 @@ def test_a_server_that_keeps_timing_out_is_given_up_on():
         answers = [llm.ask([{"role": "user", "content": "hi"}], Chunk, lambda d: d) for _ in range(4)]
         sent = len(s.requests)
     assert MAX_CONSECUTIVE_TIMEOUTS == 2 and sent == 2
-    assert [a.error for a in answers[:2]] == ["the model server did not answer within 0.3s (1 try)"] * 2
+    assert [a.error.split(":")[0] for a in answers[:2]] == [
+        "the model server did not answer within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)"] * 2
     assert answers[3].error == answers[2].error == ("not sent: the model server did not answer 2 calls in a row "
                                                     "within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)")
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2), Reply.json(CHUNK2, delay=3),
@@ -252,8 +331,10 @@ def test_edges_to_earlier_chunks_are_remapped_and_repeats_merged():
     again = {**QDRANT, "content": QDRANT["content"].replace("3x faster", "3x faster than on Milvus"),
              "importance": 4, "tags": ["qdrant"], "entities": ["qdrant", "Payload index"]}
     chunk2 = {"insights": [again, TERSE], "edges": [
-        {"source_index": 1, "target_index": -1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
-        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"}]}
+        {"source_index": 1, "target_index": -1, "edge_type": "semantic", "weight": 0.4,
+         "reason": "short API responses keep latency low"},
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.6,
+         "reason": "the Qdrant API shapes the responses"}]}
     with FakeOpenAIServer(by_part([Reply.json(CHUNK1)], [Reply.json(chunk2)])) as s:
         ex = extractor(s)
         draft = ex.extract(FIX / "chatgpt_conversations.json")
@@ -265,8 +346,10 @@ def test_edges_to_earlier_chunks_are_remapped_and_repeats_merged():
     assert d["edges"] == [
         {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7,
          "reason": "the choice made the latency possible"},
-        {"source_index": 2, "target_index": 1, "edge_type": "semantic", "weight": 0.4, "reason": "to earlier"},
-        {"source_index": 0, "target_index": 2, "edge_type": "causal", "weight": 0.6, "reason": "repeat → new"},
+        {"source_index": 2, "target_index": 1, "edge_type": "semantic", "weight": 0.4,
+         "reason": "short API responses keep latency low"},
+        {"source_index": 0, "target_index": 2, "edge_type": "causal", "weight": 0.6,
+         "reason": "the Qdrant API shapes the responses"},
     ]
     assert (ex.last_report.insights, ex.last_report.merged, ex.last_report.edges) == (3, 1, 3)
 
@@ -280,6 +363,171 @@ def test_created_at_outside_the_chunk_or_copied_from_the_prompt_is_not_trusted()
     with FakeOpenAIServer([Reply.json({"insights": [example], "edges": []})]) as s:
         d = extractor(s).extract(FIX / "langchain_dumpd.json")  # no timestamps at all
     assert d.insights[0].created_at is None
+
+
+def span(req: dict[str, Any]) -> str:
+    """Which messages a request is about (the user message says "(messages 1-4)")."""
+    return req["messages"][1]["content"].split("(messages ")[1].split(")")[0]
+
+
+def four_messages(tmp_path: Path) -> Path:
+    """One conversation of four messages, about 60 tokens each."""
+    path = tmp_path / "four.jsonl"
+    lines = [json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                         "content": f"Message {i} about the search service. " + "detail " * 45}) for i in range(4)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+LONG = {"insights": [TERSE] * 60, "edges": []}  # longer than any limit a small chunk gets
+
+
+def test_a_cut_off_answer_splits_the_chunk_instead_of_asking_again(tmp_path: Path):
+    half = {"1-2": {"insights": [QDRANT], "edges": []}, "3-4": {"insights": [TERSE], "edges": []}}
+    with FakeOpenAIServer(lambda req: Reply.json(half.get(span(req), LONG))) as s:
+        ex = extractor(s)
+        draft = ex.extract(four_messages(tmp_path))
+    r = ex.last_report
+    assert [span(q) for q in s.requests] == ["1-4", "1-2", "3-4"]  # never the cut-off request again
+    limits = [q["max_tokens"] for q in s.requests]
+    assert limits[0] > limits[1] and limits[0] > limits[2]
+    assert [c.outcome for c in r.calls] == ["split", "ok", "ok"] and r.calls[0].answer_tokens == limits[0]
+    assert (r.splits, r.chunks, r.chunks_failed, r.failures) == (1, 1, 0, [])
+    assert [i.content for i in draft.insights] == [QDRANT["content"], TERSE["content"]]
+
+
+def test_halves_that_come_back_empty_after_a_cut_off_fail_the_chunk(tmp_path: Path):
+    empty = Reply.json({"insights": [], "edges": []})
+    with FakeOpenAIServer(lambda req: Reply.json(LONG) if span(req) == "1-4" else empty) as s:
+        ex = extractor(s)
+        with pytest.raises(ExtractionError) as e:
+            ex.extract(four_messages(tmp_path))
+    limit = s.requests[0]["max_tokens"]
+    assert ex.last_report.failures == [ChunkFailure(
+        chunk=0, conversation="four", messages="1-4", attempts=1,
+        error=f"the answer was cut off at the output limit ({limit} tokens), and its two halves came back empty")]
+    assert "all 1 chunks failed" in str(e.value)
+
+
+def test_a_chunk_that_is_always_cut_off_is_split_twice_at_most(tmp_path: Path):
+    with FakeOpenAIServer([Reply.json(LONG)]) as s:
+        run = extractor(s).run(four_messages(tmp_path))
+    assert [span(q) for q in s.requests] == ["1-4", "1-2", "1", "2", "3-4", "3", "4"]
+    assert [(f.messages, f.error.split(" (")[0]) for f in run.report.failures] == [
+        (m, "the answer was cut off at the output limit") for m in ("1", "2", "3", "4")]
+    assert (run.report.chunks_failed, run.report.splits, run.draft) == (1, 3, None)
+
+
+def test_fact_free_insights_and_edges_that_say_nothing_are_dropped_and_counted(cli, tmp_path: Path):
+    chatter = ["Morning", "Good luck with the launch", "because of the Typst port", "Thanks so much, talk soon!",
+               "Can Dana Reyes get a cron entry for the restic backup?"]
+    answer = {"insights": [QDRANT, *[{**TERSE, "content": c} for c in chatter], LATENCY], "edges": [
+        *[{"source_index": 1, "target_index": t, "edge_type": "causal", "weight": 0.9, "reason": "Morning"}
+          for t in (0, 6)],
+        {"source_index": 0, "target_index": 6, "edge_type": "semantic", "weight": 0.6,
+         "reason": "both matter for the launch"},
+        {"source_index": 0, "target_index": 6, "edge_type": "causal", "weight": 0.7,
+         "reason": "Qdrant filtered queries set the latency"}]}
+    out = tmp_path / "draft.json"
+    with FakeOpenAIServer([Reply.json(answer)]) as s:
+        r = cli("extract", str(FIX / "messages.json"), "-o", str(out), env=cli_env(s))
+    assert r.code == 0, r.err
+    summary = r.json()
+    assert [i["content"] for i in json.loads(out.read_text())["insights"]] == [QDRANT["content"], LATENCY["content"]]
+    assert (summary["insights"], summary["edges"], summary["insights_dropped"], summary["edges_dropped"]) == (2, 1, 5, 3)
+    assert summary["dropped_by_rule"] == {"no-fact": 3, "end-dropped": 2, "fragment": 1, "question": 1,
+                                          "unnamed": 1}
+    assert [(d["rule"], d["item"], d["detail"]) for d in summary["dropped"] if d["kind"] == "insight"] == [
+        ("no-fact", "Morning", "no fact: 0 content words (at least 3)"),
+        ("no-fact", "Good luck with the launch", "no fact: 1 content word (at least 3)"),
+        ("fragment", "because of the Typst port", 'a fragment: starts with "because" and has 5 words'),
+        ("no-fact", "Thanks so much, talk soon!", "no fact: 1 content word (at least 3)"),
+        ("question", "Can Dana Reyes get a cron entry for the restic backup?", "a question, not a fact"),
+    ]
+    assert [d["detail"] for d in summary["dropped"] if d["rule"] == "unnamed"] == [
+        "edges[2]: the reason names neither end: both matter for the launch"]
+
+
+def test_edges_of_an_insight_linked_to_everything_are_dropped():
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth", "audit")]
+    star = [{"source_index": 0, "target_index": t, "edge_type": "semantic", "weight": 0.6,
+             "reason": "both run on Kubernetes in Frankfurt"} for t in range(1, 6)]
+    pair = {"source_index": 1, "target_index": 2, "edge_type": "semantic", "weight": 0.6,
+            "reason": "search and mailer share the Frankfurt cluster"}
+    with FakeOpenAIServer([Reply.json({"insights": facts, "edges": [*star, pair]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(1, 2)]
+    assert run.report.dropped_by_rule == {"hub": 5}
+    assert {d.detail for d in run.report.dropped} == {"insight 0 is linked to 5 others"}
+
+
+def test_edges_that_link_each_insight_to_the_next_and_copies_of_the_example_are_dropped():
+    from mnemon_extractor.prompts import EXAMPLE_ANSWER
+
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth")]
+    chained = [{"source_index": n, "target_index": n + 1, "edge_type": "causal", "weight": 0.7,
+                "reason": "the Kubernetes cluster in Frankfurt"} for n in range(4)]
+    apart = {"source_index": 0, "target_index": 3, "edge_type": "semantic", "weight": 0.6,
+             "reason": "billing and export share the Frankfurt cluster"}
+    copy = EXAMPLE_ANSWER["insights"][0]
+    with FakeOpenAIServer([Reply.json({"insights": [*facts, copy], "edges": [*chained, apart]})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
+    assert len(run.draft.insights) == 5
+    assert run.report.dropped_by_rule == {"chain": 4, "example": 1}
+    # Two or three "next" edges among others are no chain; a chain that runs past the last insight is one.
+    few = {"insights": facts, "edges": [*chained[:3], apart]}
+    with FakeOpenAIServer([Reply.json(few)]) as s:
+        assert len(extractor(s).run(FIX / "messages.json").draft.edges) == 4
+    past = {"insights": facts[:4], "edges": [*chained, apart]}  # 3 -> 4 is out of range
+    with FakeOpenAIServer([Reply.json(past)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
+    assert run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
+
+
+def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():
+    body = {"choices": [{"message": {"role": "assistant", "content": json.dumps(CHUNK2)}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 30, "total_tokens": 80}}
+    with FakeOpenAIServer([Reply(body=body)]) as s:
+        ex = extractor(s)
+        draft = ex.extract(FIX / "messages.json")
+    assert [i.content for i in draft.insights] == [TERSE["content"]]
+    assert (ex.last_report.tokens.prompt, ex.last_report.tokens.completion) == (50, 30)
+
+
+def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Path):
+    def respond(req: dict[str, Any]) -> Reply:
+        if "seed" in req:
+            return Reply.error(400, "Unrecognized request argument supplied: seed")
+        return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
+
+    with FakeOpenAIServer(respond) as s:
+        r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(tmp_path / "d.json"),
+                "--temperature", "0.7", "--seed", "3", env=cli_env(s))
+    assert r.code == 0, r.err
+    # Refused once, then sent without it for the rest of the run.
+    assert [(q.get("temperature"), q.get("seed")) for q in s.requests] == [(0.7, 3), (0.7, None), (0.7, None)]
+    for flags, error in ((["--temperature", "5"], "temperature must be between 0 and 2, got 5.0"),
+                         (["--seed", "-1"], "seed must be a whole number of 0 or more, got -1")):
+        r = cli("extract", str(FIX / "messages.json"), *flags, env=cli_env(s))
+        assert (r.code, r.err) == (1, f"Error: {error}\n")
+
+
+def test_the_progress_bar_shows_each_answers_tokens_per_second(monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("rich")
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = TTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with FakeOpenAIServer([Reply.json(CHUNK2, token_delay=0.03)]) as s:
+        extractor(s, progress=True).extract(FIX / "messages.json")
+    assert re.search(r"chunk 1/1: \d+ tokens, [\d.]+ tokens/s", tty.getvalue()), tty.getvalue()
 
 
 def test_nothing_worth_remembering_raises():
@@ -322,7 +570,7 @@ def cli_env(server: FakeOpenAIServer) -> dict[str, str]:
 def llm_stand_in(req: dict[str, Any]) -> Reply:
     """Answers extraction requests per chunk and judge requests by linking c1 causally."""
     if req["messages"][0]["content"].startswith("You judge links"):
-        return Reply.json({"decisions": [{"ref": "c1", "link": True, "edge_type": "causal", "sub_type": "enables",
+        return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "causal", "sub_type": "enables",
                                           "direction": "new_to_candidate", "weight": 0.8, "reason": "r"}]})
     return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
 
@@ -429,3 +677,91 @@ def test_a_long_conversation_is_chunked_with_overlap_and_repeats_merge(tmp_path:
     assert len(draft.insights) == 1 and len(s.requests) == 7
     spans = [req["messages"][1]["content"].split("(messages ")[1].split(")")[0] for req in s.requests]
     assert spans == ["1-2", "2-3", "3-4", "4-5", "5-6", "6-7", "7-8"]  # each chunk repeats the last message
+
+
+# ---------------------------------------------------------------- any answer at all
+
+
+TEXTS = st.sampled_from([QDRANT["content"], LATENCY["content"], TERSE["content"], "Morning", "Thanks!",
+                         "because of the port", "", "x" * 9000])
+RAW_INSIGHT = st.one_of(
+    st.fixed_dictionaries({"content": TEXTS}, optional={
+        "category": st.sampled_from(["fact", "decision", "general", "nonsense", 3]),
+        "importance": st.one_of(st.integers(-1, 8), st.just("high"), st.none()),
+        "tags": st.lists(st.text(max_size=5), max_size=22),
+        "entities": st.one_of(st.lists(st.sampled_from(["Qdrant", "Milvus", ""]), max_size=3), st.just("Qdrant")),
+        "created_at": st.sampled_from([None, "2024-03-15T09:30:00Z", "yesterday", "2024-13-40T00:00:00Z"]),
+    }),
+    st.integers(), st.text(max_size=5), st.none())
+RAW_EDGE = st.one_of(
+    st.fixed_dictionaries({"source_index": st.integers(-4, 7), "target_index": st.integers(-4, 7)}, optional={
+        "edge_type": st.sampled_from(["causal", "semantic", "temporal", "entity", "supersedes", "because", None]),
+        "weight": st.one_of(st.floats(-1, 2, allow_nan=False), st.just("strong")),
+        "reason": st.one_of(TEXTS, st.just("Qdrant latency"), st.none()),
+    }),
+    st.integers(), st.none())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(insights=st.lists(RAW_INSIGHT, max_size=7), edges=st.lists(RAW_EDGE, max_size=8),
+       k=st.integers(0, 3), shape=st.sampled_from(["ok", "no-edges", "not-a-list", "not-an-object"]))
+def test_any_answer_is_kept_in_part_or_rejected_whole(insights: list[Any], edges: list[Any], k: int, shape: str):
+    """Whatever the model answers: either AnswerError (asked again), or what is kept forms a valid draft with
+    the earlier insights, every input insight is kept or reported dropped, and none kept carries no fact."""
+    from mnemon_core.draft import load_draft
+    from mnemon_extractor.extract import check_answer
+    from mnemon_extractor.llm import AnswerError
+    from mnemon_extractor.worth import fact_free
+
+    earlier = [{"content": f"Earlier decision {n}: the Qdrant cluster runs in Frankfurt", "category": "fact"}
+               for n in range(k)]
+    data: Any = {"insights": insights, "edges": edges}
+    if shape == "no-edges":
+        data = {"insights": insights}
+    elif shape == "not-a-list":
+        data = {"insights": "all of them", "edges": edges}
+    elif shape == "not-an-object":
+        data = insights
+    try:
+        ans = check_answer(data, earlier)
+    except AnswerError:
+        assert shape in ("not-a-list", "not-an-object") or insights
+        return
+    assert shape in ("ok", "no-edges")
+    dropped_insights = [d for d in ans.dropped if d[0] == "insight"]
+    assert len(ans.insights) + len(dropped_insights) == len(insights)
+    assert not [i for i in ans.insights if fact_free(i["content"])]
+    n = len(ans.insights)
+    draft = load_draft({"schema_version": "1", "insights": [*earlier, *[
+        {key: v for key, v in i.items() if v is not None} for i in ans.insights]] or [{"content": "stand-in"}],
+        "edges": [{**e.model_dump(mode="json"), "source_index": k + s, "target_index": k + t}
+                  for s, t, e in ans.edges]})
+    assert all(-k <= s < n and -k <= t < n and s != t for s, t, _ in ans.edges)
+    assert len(draft.edges) == len(ans.edges)
+
+
+def test_a_star_is_a_hub_even_when_some_of_its_edges_were_dropped_for_another_reason():
+    facts = [{**TERSE, "content": f"The {name} service runs on Kubernetes in the Frankfurt region"}
+             for name in ("billing", "search", "mailer", "export", "auth", "audit", "ledger")]
+    star = [{"source_index": 0, "target_index": t, "edge_type": "causal", "weight": 0.9,
+             "reason": "the billing fees caused it" if t < 4 else "the fees caused the decision"} for t in range(1, 7)]
+    with FakeOpenAIServer([Reply.json({"insights": facts, "edges": star})]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft.edges == []
+    assert run.report.dropped_by_rule == {"hub": 3, "unnamed": 3}
+    assert {d.detail for d in run.report.dropped if d.rule == "hub"} == {"insight 0 is linked to 6 others"}
+
+
+@pytest.mark.parametrize("content, rule", [
+    ("Thanks so much, talk soon!", "no-fact"),
+    ("Lena Fischer thanks for the information.", "no-fact"),
+    ("Can Dana Reyes get a cron entry for the restic backup?", "question"),
+    ("Is Postgres 16 faster than 15 for our workload??", "question"),
+    ("A sub-3:30 marathon needs about 4:58 per km. How is training going?", None),  # a fact, then a question
+    ("Maya will see the dentist soon.", None),
+    ("Priya asked whether the launch can move? No: it stays on April 15.", None),
+])
+def test_sign_offs_and_lone_questions_carry_no_fact(content: str, rule: str | None):
+    from mnemon_extractor.worth import fact_free
+
+    assert (fact_free(content) or (None,))[0] == rule

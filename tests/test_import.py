@@ -657,6 +657,12 @@ def test_progress_bar_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> Non
         advance(5)
         advance(5)
     assert "importing" in tty.getvalue()
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stderr", tty)
+    with progress_bar(10, "extracting") as advance:
+        advance(0, "chunk 1/2: 5.9 tokens/s")
+        advance(10)
+    assert "chunk 1/2: 5.9 tokens/s" in tty.getvalue()
 
 
 def test_progress_bar_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -207,9 +207,10 @@ def test_judge_that_decides_for_some_insights_exits_0_and_reports_the_others(cli
 
     def respond(req: dict[str, Any]) -> Reply:
         quoted = json.loads(req["messages"][1]["content"].split("```json\n", 1)[1].split("\n```", 1)[0])
-        if quoted["new_memory"]["content"] == SWITCH:
+        content = {m["ref"]: m["content"] for m in quoted["memories"]}
+        if content[quoted["pairs"][0]["new"]] == SWITCH:  # SWITCH's pairs fail: then SLOW's side is asked
             return Reply.error(500, "boom", headers={"retry-after-ms": "1"})
-        return Reply.json({"decisions": [{"ref": "c1", "link": True, "edge_type": "semantic", "sub_type": None,
+        return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "semantic", "sub_type": None,
                                           "direction": "new_to_candidate", "weight": 0.6, "reason": "same topic"}]})
 
     with FakeOpenAIServer(respond) as s:

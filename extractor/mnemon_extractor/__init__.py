@@ -19,6 +19,7 @@ _EXPORTS = {
     "Extraction": "extract",
     "ExtractionReport": "extract",
     "Extractor": "extract",
+    "nothing_because": "extract",
     "write_draft": "extract",
     "JudgeResult": "judge",
     "LinkJudge": "judge",
@@ -43,7 +44,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from .chunking import Chunk, chunk_conversations, estimate_tokens
     from .errors import ExtractionError, ExtractorError, LLMError, UnknownFormatError
-    from .extract import ChunkFailure, Extraction, ExtractionReport, Extractor, write_draft
+    from .extract import ChunkFailure, Extraction, ExtractionReport, Extractor, nothing_because, write_draft
     from .judge import JudgeResult, LinkJudge, nothing_judged
     from .llm import LLMConfig
     from .readers import Conversation, Message, Transcript, read_export

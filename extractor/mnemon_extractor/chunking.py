@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .readers import Conversation, Message
 
-DEFAULT_CHUNK_TOKENS = 6000  # transcript tokens per chunk; the prompt and the answer come on top
-DEFAULT_OVERLAP_TOKENS = 400  # trailing messages repeated at the start of the next chunk
+DEFAULT_CHUNK_TOKENS = 1200  # transcript tokens per chunk: its answer (extract.answer_tokens) fits MAX_ANSWER_TOKENS
+DEFAULT_OVERLAP_TOKENS = 200  # trailing messages repeated at the start of the next chunk
 CHARS_PER_TOKEN = 4
+MIN_SPLIT_TOKENS = 40  # a chunk is not cut into halves smaller than this (one or two short messages)
 
 TokenCounter = Callable[[str], int]
 
@@ -47,6 +48,7 @@ class Chunk:
     first: int  # 1-based number of the first message within its conversation
     last: int
     tokens: int
+    numbers: list[int] = field(default_factory=list)  # each message's number (a split message repeats it)
 
     @property
     def span(self) -> str:
@@ -132,6 +134,7 @@ def chunk_conversations(
             chunks.append(Chunk(
                 index=len(chunks), conversation=conv.title, messages=[m for _, m in items[start:end]],
                 first=items[start][0], last=items[end - 1][0], tokens=used,
+                numbers=[n for n, _ in items[start:end]],
             ))
             if end >= len(items):
                 break
@@ -142,3 +145,34 @@ def chunk_conversations(
                 kept += cost[back]
             start = back
     return chunks
+
+
+def split_chunk(chunk: Chunk, count_tokens: TokenCounter | None = None) -> list[Chunk]:
+    """The chunk in two halves of about equal tokens, at a message boundary, or, for a single message, at a
+    paragraph, line or word boundary; [] when it cannot be cut any further (under `MIN_SPLIT_TOKENS`)."""
+    count = count_tokens or estimate_tokens
+    if chunk.tokens < 2 * MIN_SPLIT_TOKENS:
+        return []
+    numbers = chunk.numbers or [chunk.first] * len(chunk.messages)
+    items = list(zip(numbers, chunk.messages))
+    if len(items) == 1:
+        n, m = items[0]
+        head = count(format_message(Message(m.role, "", m.timestamp)))
+        pieces = split_text(m.content, max(1, (chunk.tokens - head) // 2 + 1), count)
+        if len(pieces) < 2:
+            return []
+        half = len(pieces) // 2
+        items = [(n, Message(m.role, " ".join(pieces[:half]), m.timestamp)),
+                 (n, Message(m.role, " ".join(pieces[half:]), m.timestamp))]
+    cost = [count(format_message(m)) for _, m in items]
+    total, run, cut = sum(cost), 0, 1
+    for i, c in enumerate(cost[:-1], 1):  # the cut that leaves the halves closest in size
+        run += c
+        if abs(total - 2 * run) < abs(total - 2 * sum(cost[:cut])):
+            cut = i
+    sep = count("\n\n")
+    halves = (items[:cut], items[cut:])
+    return [Chunk(index=chunk.index, conversation=chunk.conversation, messages=[m for _, m in part],
+                  first=part[0][0], last=part[-1][0], numbers=[n for n, _ in part],
+                  tokens=sum(count(format_message(m)) for _, m in part) + sep * (len(part) - 1))
+            for part in halves]

@@ -3,23 +3,32 @@
     draft = Extractor(model="gpt-4o-mini").extract("conversations.json")      # -> ImportDraft
 
 Steps: read the export (`readers`), cut it into chunks by a token budget with overlap (`chunking`), ask the
-model for each chunk with the spec's extraction prompt, validate every answer against the draft format (one
-retry quoting the error; then the chunk is reported as failed), remap edge indices to the whole draft, merge
-insights repeated across chunks, validate the whole draft once more. Nothing the model says is trusted.
+model for each chunk with the spec's extraction prompt (an answer of at most `answer_tokens(chunk)`), validate
+every item of the answer against the draft format, drop what is not worth remembering (`worth`), remap edge
+indices to the whole draft, merge insights repeated across chunks, validate the whole draft once more. Nothing
+the model says is trusted.
+
+Partial answers stay partial: a bad edge drops that edge, a bad insight that insight (and its edges); only an
+answer with no usable insight at all is asked for again, quoting the errors (then the chunk is reported as
+failed). An answer cut off at its token limit is not asked for again: the chunk is cut in halves, each asked
+for alone (at most `MAX_SPLIT_DEPTH` times over); when the halves come back empty the chunk is a failure, not
+"nothing worth remembering". Every dropped item is counted in the report, with the rule that dropped it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from mnemon_core.config import UNSET
 from mnemon_core.draft import (
@@ -35,11 +44,19 @@ from mnemon_core.text import jaccard, token_set
 from mnemon_core.timeutil import parse as parse_time
 from mnemon_core.write.constants import MAX_ENTITIES, MAX_SESSION_BYTES, MAX_TAGS, NEGATION_PHRASES
 
-from .chunking import DEFAULT_CHUNK_TOKENS, DEFAULT_OVERLAP_TOKENS, Chunk, TokenCounter, chunk_conversations
+from .chunking import (
+    DEFAULT_CHUNK_TOKENS,
+    DEFAULT_OVERLAP_TOKENS,
+    Chunk,
+    TokenCounter,
+    chunk_conversations,
+    split_chunk,
+)
 from .errors import ExtractionError
-from .llm import AnswerError, ChatLLM, LLMConfig
-from .prompts import ExtractionAnswer, extraction_messages
+from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
+from .prompts import EXAMPLE_TIMES, ExtractedEdge, ExtractedInsight, ExtractionAnswer, extraction_messages
 from .readers import Conversation, Transcript, read_export
+from .worth import chain, counts, fact_free, hubs, names_an_end
 
 DEFAULT_SOURCE = "chat-export"
 # Insights of earlier chunks shown to the model (so it neither repeats them nor loses cross-chunk edges).
@@ -48,9 +65,14 @@ CONTEXT_INSIGHTS = 20
 MERGE_JACCARD = 0.8
 # A created_at the model gives must lie within the chunk's time span, give or take this.
 TIME_SLACK = timedelta(days=1)
-# The timestamp of the prompt's own example: a model that copies it has not inferred anything.
-EXAMPLE_TIME = "2024-01-15T09:30:00Z"
 NEGATIONS = (*NEGATION_PHRASES, "not", "no", "never", "without")
+# The answer a chunk may get, in tokens: a base for the JSON around it, plus this many per transcript token, at
+# most MAX_ANSWER_TOKENS. Measured: Qwen2.5-Coder 1.5B needed more than 512 + 2.26 per token for the 20-turn test
+# chat (991 transcript tokens; cut at 2 per token), and a cut-off answer costs its whole length again.
+ANSWER_TOKENS_BASE = 512
+ANSWER_TOKENS_PER_TOKEN = 3.0
+MAX_SPLIT_DEPTH = 2  # a cut-off chunk is halved, and its halves once more: a model that never stops costs 3x
+SHOWN_CHARS = 200  # of a dropped insight's content in the report
 
 
 # ---------------------------------------------------------------- report
@@ -70,6 +92,30 @@ class TokenCount(BaseModel):
     total: int = 0
 
 
+class Dropped(BaseModel):
+    """An item of a model's answer that did not reach the draft, and the rule that dropped it."""
+
+    chunk: int
+    kind: Literal["insight", "edge"]
+    rule: str = Field(description="invalid, no-fact, fragment, question, example, out-of-range, end-dropped, unnamed, "
+                      "chain or hub")
+    item: str = Field(description="the insight's content (cut at 200 characters) or the edge's ends by index")
+    detail: str
+
+
+class ChunkStat(BaseModel):
+    """One model call for one chunk (or a half of one): what it cost and what came of it."""
+
+    chunk: int
+    messages: str
+    outcome: Literal["ok", "empty", "split", "failed"]
+    max_tokens: int = Field(description="the answer's limit, sized to the chunk")
+    answer_tokens: int
+    seconds: float
+    tokens_per_s: float | None
+    insights: int = Field(description="insights kept from this answer")
+
+
 class ExtractionReport(BaseModel):
     """What happened: the summary `mnemon extract` prints. Failed chunks are listed, never dropped silently."""
 
@@ -85,6 +131,14 @@ class ExtractionReport(BaseModel):
     merged: int = Field(description="insights folded into an earlier one (repeated across chunks)")
     edges: int
     failures: list[ChunkFailure]
+    insights_dropped: int = Field(description="insights of the answers that did not reach the draft")
+    edges_dropped: int
+    dropped_by_rule: dict[str, int]
+    dropped: list[Dropped]
+    splits: int = Field(description="chunks cut in halves after an answer was cut off at its token limit")
+    calls: list[ChunkStat]
+    seconds: float = Field(description="wall time of the model calls")
+    tokens_per_s: float | None = Field(description="answer tokens per second of generation")
     tokens: TokenCount
 
 
@@ -218,9 +272,9 @@ def chunk_times(chunk: Chunk) -> list[str]:
 def settle_time(given: str | None, content: str, chunk: Chunk) -> str | None:
     """The insight's created_at: the model's, when it lies within the chunk's time span (± a day); otherwise
     the time of the message that says most of it; None when the chunk has no times and the model gave none
-    (or copied the prompt's example)."""
+    (or copied a time of the prompt's example)."""
     times = chunk_times(chunk)
-    if given and given != EXAMPLE_TIME and not times:
+    if given and given not in EXAMPLE_TIMES and not times:
         return given
     if given and times:
         t = parse_time(given)
@@ -246,11 +300,8 @@ def settle_time(given: str | None, content: str, chunk: Chunk) -> str | None:
 class ChunkAnswer:
     insights: list[dict[str, Any]]
     edges: list[tuple[int, int, DraftEdge]]  # indices: ≥ 0 this chunk's insights, < 0 earlier ones (-1 = last)
-
-
-def _rebase(message: str, offset: int) -> str:
-    """`insights[N]` of the combined draft → `insights[N - offset]` of the model's answer."""
-    return re.sub(r"insights\[(\d+)\]", lambda m: f"insights[{int(m.group(1)) - offset}]", message)
+    dropped: list[tuple[str, str, str, str]] = field(default_factory=list)  # kind, rule, item, detail
+    given: int = 0  # insights the model gave, valid ones before the worth rules
 
 
 def with_defaults(data: Any) -> Any:
@@ -270,55 +321,146 @@ def with_defaults(data: Any) -> Any:
     return data
 
 
-def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
-    """The model's answer for a chunk, validated against every limit of the draft format (by
-    `mnemon_core.draft`), with edges allowed to point back at the `earlier` insights by negative index."""
-    ans = ExtractionAnswer.model_validate(with_defaults(data))
-    n, k = len(ans.insights), len(earlier)
-    insights = [
-        {"content": i.content, "category": i.category.value, "importance": i.importance,
-         "tags": normal_tags(i.tags), "entities": unique(i.entities), "created_at": i.created_at}
-        for i in ans.insights
-    ]
-    problems = []
-    for e_no, e in enumerate(ans.edges):
-        for name in ("source_index", "target_index"):
-            v = getattr(e, name)
-            if not (-k <= v < n):
-                where = f"this answer has {n} insights" + (f" and {k} earlier ones (-1 to -{k})" if k else "")
-                problems.append(f"edges[{e_no}].{name}: index {v} out of range ({where})")
-        if e.source_index == e.target_index:
-            problems.append(f"edges[{e_no}].target_index: must differ from source_index ({e.source_index})")
-        elif e.source_index < 0 and e.target_index < 0:
-            problems.append(f"edges[{e_no}]: at least one end must be an insight of this answer")
-    if problems:
-        raise AnswerError("; ".join(problems[:10]))
-    if not n:
-        return ChunkAnswer([], [])
-    # One draft of the earlier insights (oldest first) then the new ones, so negative index v sits at k + v
-    # and new index v at k + v too: the draft's own validation checks every field.
-    combined = {
-        "schema_version": "1",
-        "insights": [*earlier, *insights],
-        "edges": [{**e.model_dump(), "source_index": k + e.source_index, "target_index": k + e.target_index}
-                  for e in ans.edges],
-    }
+def _insight(raw: Any, n: int) -> dict[str, Any]:
+    """Insight `n` of an answer, in draft form; ValueError naming it and the field when it breaks a limit
+    (checked by `mnemon_core.draft`, where the limits live)."""
     try:
-        draft = load_draft(combined)
+        i = ExtractedInsight.model_validate(raw)
+    except PydanticValidationError as e:
+        why = describe(e)
+        raise ValueError(f"insights[{n}]{'.' if ':' in why else ': '}{why}") from None
+    ins = {"content": i.content, "category": i.category.value, "importance": i.importance,
+           "tags": normal_tags(i.tags), "entities": unique(i.entities), "created_at": i.created_at}
+    try:
+        load_draft({"schema_version": "1", "insights": [{k: v for k, v in ins.items() if v is not None}]})
     except ValidationError as e:
-        raise AnswerError(_rebase(str(e), k)) from None
-    edges = [(e.source_index, e.target_index, d) for e, d in zip(ans.edges, draft.edges)]
-    return ChunkAnswer(insights, edges)
+        raise ValueError(str(e).replace("insights[0]", f"insights[{n}]")) from None
+    return ins
+
+
+def _edge(raw: Any, n: int) -> tuple[int, int, DraftEdge]:
+    """Edge `n` of an answer: its two indices as given (negative: earlier insights) and its checked fields."""
+    try:
+        e = ExtractedEdge.model_validate(raw)
+    except PydanticValidationError as err:
+        why = describe(err)
+        raise ValueError(f"edges[{n}]{'.' if ':' in why else ': '}{why}") from None
+    try:  # its fields, by the draft's own rules, between two stand-in ends
+        draft = load_draft({"schema_version": "1", "insights": [{"content": "a"}, {"content": "b"}],
+                            "edges": [{**e.model_dump(), "source_index": 0, "target_index": 1}]})
+    except ValidationError as err:
+        raise ValueError(str(err).replace("edges[0]", f"edges[{n}]")) from None
+    return e.source_index, e.target_index, draft.edges[0]
+
+
+def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
+    """The usable part of the model's answer for a chunk. Every insight is checked against every limit of the
+    draft format, and edges may point back at the `earlier` insights (oldest first) by negative index. A bad
+    item is dropped alone (an edge with it, when it was an end); then the worth rules drop insights that carry
+    no fact and edges that say nothing (`worth`). Raises `AnswerError` (the answer is asked for again) only
+    when the answer's shape is wrong or not one of its insights can be used."""
+    data = with_defaults(data)
+    if not isinstance(data, dict) or not isinstance(data["insights"], list) or not isinstance(data["edges"], list):
+        raise AnswerError('the answer must be an object with an "insights" array and an "edges" array')
+    k = len(earlier)
+    dropped: list[tuple[str, str, str, str]] = []
+    problems: list[str] = []
+    valid: dict[int, dict[str, Any]] = {}
+    for n, raw in enumerate(data["insights"]):
+        try:
+            valid[n] = _insight(raw, n)
+        except ValueError as e:
+            problems.append(str(e))
+            shown = raw.get("content") if isinstance(raw, dict) and isinstance(raw.get("content"), str) else raw
+            dropped.append(("insight", "invalid", str(shown)[:SHOWN_CHARS], str(e)))
+    if problems and not valid:
+        raise AnswerError("; ".join(problems[:10]))
+    kept: dict[int, dict[str, Any]] = {}
+    for n, ins in valid.items():
+        if no_fact := fact_free(ins["content"]):
+            dropped.append(("insight", no_fact[0], ins["content"][:SHOWN_CHARS], no_fact[1]))
+        else:
+            kept[n] = ins
+
+    def content_of(v: int) -> str:
+        end = earlier[k + v] if v < 0 else valid[v]
+        return " ".join([end["content"], *end.get("entities", [])])
+
+    total = len(data["insights"])
+    edges: list[tuple[int, int, DraftEdge]] = []
+    given: list[tuple[int, int]] = []  # every edge's ends as given, in range or not (a chain runs past the end)
+    for e_no, raw in enumerate(data["edges"]):
+        where = f"edges[{e_no}]"
+        try:
+            s_i, t_i, e = _edge(raw, e_no)
+        except ValueError as err:
+            dropped.append(("edge", "invalid", where, str(err)))
+            continue
+        given.append((s_i, t_i))
+        item = f"{where}: {s_i} -> {t_i}"
+        bad = [f"{where}.{name}: index {v} out of range (this answer has {total} insights"
+               + (f" and {k} earlier ones (-1 to -{k}))" if k else ")")
+               for name, v in (("source_index", s_i), ("target_index", t_i)) if not -k <= v < total]
+        if s_i == t_i:
+            bad.append(f"{where}.target_index: must differ from source_index ({s_i})")
+        elif s_i < 0 and t_i < 0:
+            bad.append(f"{where}: at least one end must be an insight of this answer")
+        if bad:
+            dropped.append(("edge", "out-of-range", item, "; ".join(bad)))
+            continue
+        gone = [v for v in (s_i, t_i) if v >= 0 and v not in kept]
+        if gone:
+            dropped.append(("edge", "end-dropped", item, f"{where}: insight {gone[0]} was dropped"))
+            continue
+        if not names_an_end(e.reason, content_of(s_i), content_of(t_i)):
+            dropped.append(("edge", "unnamed", item, f"{where}: the reason names neither end: {e.reason or '(none)'}"))
+            continue
+        edges.append((s_i, t_i, e))
+    nexts = chain(given)
+    dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
+                 "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
+    edges = [x for x in edges if x[:2] not in nexts]
+    # A hub too is judged on the edges as given: a star whose other rays were dropped for another reason is
+    # still a star (Qwen2.5-Coder 1.5B linked one fact to 7 of 10 insights, 3 of the reasons naming neither end).
+    for hub in sorted(hubs(given, total)):
+        linked = len({t_i if s_i == hub else s_i for s_i, t_i in given if hub in (s_i, t_i)})
+        dropped += [("edge", "hub", f"{s_i} -> {t_i}", f"insight {hub} is linked to {linked} others")
+                    for s_i, t_i, _ in edges if hub in (s_i, t_i)]
+        edges = [x for x in edges if hub not in x[:2]]
+    order = sorted(kept)  # local index → position among the kept insights
+    pos = {n: i for i, n in enumerate(order)}
+    edges = [(pos.get(s_i, s_i), pos.get(t_i, t_i), e) for s_i, t_i, e in edges]  # negative ends stay
+    return ChunkAnswer([kept[n] for n in order], edges, dropped, given=len(valid))
 
 
 # ---------------------------------------------------------------- the extractor
+
+
+def answer_tokens(chunk_tokens: int) -> int:
+    """The `max_tokens` of a chunk's answer: room for what a dense chat of that size holds, within a cap."""
+    return min(MAX_ANSWER_TOKENS, ANSWER_TOKENS_BASE + math.ceil(ANSWER_TOKENS_PER_TOKEN * chunk_tokens))
+
+
+@dataclass
+class _Run:
+    """What one run collects, chunk by chunk."""
+
+    total: int
+    advance: Any
+    collected: Collected = field(default_factory=Collected)
+    failures: list[ChunkFailure] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    calls: list[ChunkStat] = field(default_factory=list)
+    splits: int = 0
 
 
 class Extractor:
     """Chat export → validated `ImportDraft`. Model settings: arguments > `MNEMON_LLM_*` > defaults.
 
     `client` takes a ready `openai.OpenAI` (e.g. with your own `http_client`); `mode` forces an output mode
-    (`structured`, `json`, `text`); `progress=True` draws a bar on a terminal's stderr."""
+    (`structured`, `json`, `text`); `temperature` and `seed` (0 and 0: the same export gives the same draft;
+    None: the server's own sampling); `progress=True` draws a bar on a terminal's stderr, with each answer's
+    tokens/s."""
 
     def __init__(
         self,
@@ -330,7 +472,8 @@ class Extractor:
         timeout: float | None = UNSET,
         max_retries: int | None = UNSET,
         mode: str | None = None,
-        temperature: float | None = None,
+        temperature: float | None = UNSET,
+        seed: int | None = UNSET,
         chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
         overlap_tokens: int = DEFAULT_OVERLAP_TOKENS,
         count_tokens: TokenCounter | None = None,
@@ -341,7 +484,7 @@ class Extractor:
         if isinstance(chunk_tokens, bool) or not isinstance(chunk_tokens, int) or chunk_tokens < 100:
             raise ValidationError(f"chunk size must be at least 100 tokens, got {chunk_tokens}", field="chunk_tokens")
         config = LLMConfig.resolve(model=model, base_url=base_url, api_key=api_key, timeout=timeout,
-                                   max_retries=max_retries, temperature=temperature, mode=mode)
+                                   max_retries=max_retries, temperature=temperature, seed=seed, mode=mode)
         self.llm = ChatLLM(config, client=client)
         self.chunk_tokens = chunk_tokens
         self.overlap_tokens = overlap_tokens
@@ -358,9 +501,7 @@ class Extractor:
         if result.draft is None:
             r = result.report
             first = f" (first error: {r.failures[0].error})" if r.failures else ""
-            what = (f"all {r.chunks} chunks failed" if r.chunks and r.chunks_failed == r.chunks
-                    else "the model found nothing worth remembering")
-            raise ExtractionError(f"no insights extracted from {r.file}: {what}{first}", report=r)
+            raise ExtractionError(f"no insights extracted from {r.file}: {nothing_because(r)}{first}", report=r)
         return result.draft
 
     def run(self, path: str | Path) -> Extraction:
@@ -373,51 +514,112 @@ class Extractor:
     def run_transcript(self, transcript: Transcript) -> Extraction:
         chunks = chunk_conversations(transcript.conversations, max_tokens=self.chunk_tokens,
                                      overlap_tokens=self.overlap_tokens, count_tokens=self.count_tokens)
-        collected = Collected()
-        failures: list[ChunkFailure] = []
-        no_bar = contextlib.nullcontext(lambda n: None)
+        no_bar = contextlib.nullcontext(lambda n, note=None: None)
         with progress_bar(len(chunks), "extracting") if self.progress else no_bar as advance:
+            run = _Run(total=len(chunks), advance=advance)
             for chunk in chunks:
-                self._chunk(chunk, len(chunks), collected, failures)
+                self._chunk(chunk, run, 0)
                 advance(1)
+        collected = run.collected
         draft = load_draft(collected.draft_dict(self.source)) if collected.insights else None
         u = self.llm.usage
         report = ExtractionReport(
             file=transcript.path, format=transcript.format, model=self.llm.model, mode=self.llm.mode,
             conversations=len(transcript.conversations), messages=transcript.message_count, chunks=len(chunks),
-            chunks_failed=len(failures), insights=len(collected.insights), merged=collected.merged,
-            edges=len(draft.edges) if draft else 0, failures=failures,
+            chunks_failed=len({f.chunk for f in run.failures}), insights=len(collected.insights),
+            merged=collected.merged, edges=len(draft.edges) if draft else 0, failures=run.failures,
+            insights_dropped=sum(d.kind == "insight" for d in run.dropped),
+            edges_dropped=sum(d.kind == "edge" for d in run.dropped),
+            dropped_by_rule=counts([d.rule for d in run.dropped]), dropped=run.dropped, splits=run.splits,
+            calls=run.calls, seconds=round(u.seconds, 1),
+            tokens_per_s=round(u.tokens_per_s, 1) if u.tokens_per_s else None,
             tokens=TokenCount(prompt=u.prompt_tokens, completion=u.completion_tokens, total=u.total_tokens),
         )
         self.last_report = report
         return Extraction(draft, report)
 
-    def _chunk(self, chunk: Chunk, total: int, collected: Collected, failures: list[ChunkFailure]) -> None:
+    def _chunk(self, chunk: Chunk, run: _Run, depth: int) -> int:
+        """Extract one chunk (or a half of one) into `run`; returns how many insights the model gave for it."""
+        collected = run.collected
         k = min(self.context_insights, len(collected.insights))
         earlier_ids = list(range(len(collected.insights) - k, len(collected.insights)))[::-1]  # -1 first
         earlier = [collected.insights[i] for i in earlier_ids]
-        header = (f'Conversation "{chunk.conversation}", part {chunk.index + 1} of {total} '
+        header = (f'Conversation "{chunk.conversation}", part {chunk.index + 1} of {run.total} '
                   f"(messages {chunk.span}).")
         messages = extraction_messages(chunk.text(), header, [e["content"] for e in earlier])
-        # The combined draft lists earlier insights oldest first: index j ↔ negative index j - k.
+        # The answer's earlier insights, oldest first: negative index v sits at k + v.
         earlier_draft = [{kk: v for kk, v in e.items() if v is not None} for e in earlier[::-1]]
-        answer = self.llm.ask(messages, ExtractionAnswer, lambda data: check_answer(data, earlier_draft))
-        if answer.value is None:
-            failures.append(ChunkFailure(chunk=chunk.index, conversation=chunk.conversation, messages=chunk.span,
-                                         attempts=answer.attempts, error=answer.error or "unknown error"))
-            return
+        limit = answer_tokens(chunk.tokens)
+        label = f"chunk {chunk.index + 1}/{run.total}" + (f" (messages {chunk.span})" if depth else "")
+
+        def progress(tokens: int, seconds: float) -> None:
+            run.advance(0, f"{label}: {tokens} tokens, {tokens / max(seconds, 1e-9):.1f} tokens/s")
+
+        answer = self.llm.ask(messages, ExtractionAnswer, lambda data: check_answer(data, earlier_draft),
+                              max_tokens=limit, progress=progress)
+        value = answer.value
+        halves = split_chunk(chunk, self.count_tokens) if depth < MAX_SPLIT_DEPTH else []
+        outcome = "ok" if value is not None else ("split" if (answer.cut_off or answer.too_long) and halves
+                                                   else "failed")
+        self._stat(run, chunk, answer, limit, outcome, len(value.insights) if value else 0)
+        if value is None:
+            if outcome == "split":  # asked for too much at once: ask for each half instead
+                run.splits += 1
+                failed = len(run.failures)
+                given = sum(self._chunk(h, run, depth + 1) for h in halves)
+                if not given and len(run.failures) == failed:
+                    self._fail(run, chunk, answer, f"{answer.error}, and its two halves came back empty")
+                return given
+            self._fail(run, chunk, answer, answer.error or "unknown error")
+            return 0
+        if not value.given and answer.rejected:  # an empty retry is a model giving up, not an empty chat
+            self._fail(run, chunk, answer, f"the answer was rejected ({answer.rejected[-1]}), and the retry "
+                                           "came back empty")
+            return 0
+        run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
+                        for kind, rule, item, detail in value.dropped]
         local: list[int] = []
         # The source conversation is the insights' session: import links consecutive ones of it, nothing else.
         session = chunk.conversation.encode(errors="ignore")[:MAX_SESSION_BYTES].decode(errors="ignore") or None
-        for ins in answer.value.insights:
+        for ins in value.insights:
             ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk), "session": session}
             local.append(collected.add(ins))
 
         def glob(v: int) -> int:
             return local[v] if v >= 0 else earlier_ids[-v - 1]
 
-        for s, t, edge in answer.value.edges:
+        for s, t, edge in value.edges:
             collected.link(glob(s), glob(t), edge)
+        return value.given
+
+    @staticmethod
+    def _stat(run: _Run, chunk: Chunk, answer: Answer[Any], limit: int, outcome: str, kept: int) -> None:
+        u = answer.usage
+        run.calls.append(ChunkStat(
+            chunk=chunk.index, messages=chunk.span, outcome=outcome if outcome != "ok" or kept else "empty",  # type: ignore[arg-type]
+            max_tokens=limit, answer_tokens=u.completion_tokens, seconds=round(u.seconds, 1),
+            tokens_per_s=round(u.tokens_per_s, 1) if u.tokens_per_s else None, insights=kept))
+        if u.tokens_per_s:
+            run.advance(0, f"chunk {chunk.index + 1}/{run.total}: {u.completion_tokens} tokens, "
+                           f"{u.tokens_per_s:.1f} tokens/s")
+
+    @staticmethod
+    def _fail(run: _Run, chunk: Chunk, answer: Answer[Any], error: str) -> None:
+        run.failures.append(ChunkFailure(chunk=chunk.index, conversation=chunk.conversation, messages=chunk.span,
+                                         attempts=answer.attempts, error=error))
+
+
+def nothing_because(report: ExtractionReport) -> str:
+    """Why a run gave no draft, in a few words."""
+    if report.chunks and report.chunks_failed == report.chunks:
+        return f"all {report.chunks} chunks failed"
+    nothing = "the model found nothing worth remembering"
+    if report.chunks_failed:
+        nothing = f"{report.chunks_failed} of {report.chunks} chunks failed, and the others gave nothing worth remembering"
+    rules = counts([d.rule for d in report.dropped if d.kind == "insight"])
+    if rules:
+        nothing += f" ({report.insights_dropped} dropped: " + ", ".join(f"{n} {r}" for r, n in rules.items()) + ")"
+    return nothing
 
 
 def write_draft(draft: ImportDraft, path: str | Path) -> None:

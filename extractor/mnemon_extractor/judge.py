@@ -1,22 +1,33 @@
 """The link judge: closes the loop the spec leaves to the host LLM (spec 004 §4.5, reference §3.7).
 
-`remember` returns `semantic_candidates` and `causal_candidates`; the judge shows them to a model in one call
-per new insight, and links the ones it picks, with a type (`semantic`, `causal` with sub_type causes /
-enables / prevents, `supersedes`), a weight and a reason:
+`remember` returns `semantic_candidates` and `causal_candidates`; the judge shows them to a model and links the
+ones it picks, with a type (`semantic`, `causal` with sub_type causes / enables / prevents, `supersedes`), a
+weight and a reason:
 
     judge = LinkJudge(mem, model="gpt-4o-mini")
     result = judge.judge(mem.remember("Switched to Qdrant because Milvus was too slow to filter"))
     result.linked, result.declined, result.refused
 
-Memory content is untrusted: it reaches the model as quoted JSON, candidates are named by refs (`c1`, `c2`,
-…) that the judge hands out, and every decision is checked here: only offered candidates, allowed types and
-sub-types, weight within [0, 1]. A decision that fails is refused and reported, never linked. Links are made
-with `Memory.link(..., created_by="judge")` and metadata `{reason, model, sub_type?}`.
+One call judges the candidates of several insights (`BATCH_INSIGHTS`, at most `BATCH_PAIRS` pairs): each
+memory is quoted once, each (new insight, candidate) pair has a ref, and the model lists only the pairs it
+links; a pair answered once in a run (A as B's candidate, then B as A's) is not asked about again. A pair that
+says the same thing about the same subject with another value is marked `possible_update`, so an update of an
+older fact is judged `supersedes`; a link weaker than `MIN_WEIGHT` is declined. Sampling is temperature 0 with
+a fixed seed by default: a dry run shows the links the real run makes.
+
+Memory content is untrusted: it reaches the model as quoted JSON, pairs are named by refs (`p1`, `p2`, …)
+that the judge hands out, and every decision is checked here: only offered pairs, allowed types and sub-types,
+weight within [0, 1]. A decision that fails is refused and reported, never linked. Links are made with
+`Memory.link(..., created_by="judge")` and metadata `{reason, model, sub_type?}`: the audit of who linked what
+and why.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,13 +36,31 @@ from pydantic import ValidationError as PydanticValidationError
 from mnemon_core.config import UNSET
 from mnemon_core.errors import NotFoundError, ValidationError
 from mnemon_core.models import CausalCandidate, EdgeType, RememberResult, SemanticCandidate
+from mnemon_core.text import overlap_min_len, terms
 
-from .llm import AnswerError, ChatLLM, LLMConfig, describe
+from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
 from .prompts import CAUSAL_SUB_TYPES, JudgeAnswer, JudgeDecision, judge_messages
+from .worth import CHAT_WORDS
 
 CREATED_BY = "judge"
 MAX_REASON_CHARS = 1000  # a metadata value's limit on the MCP face (reference §8.3)
-REF_KEYS = ("ref", "candidate", "candidate_id", "id")  # what a model in JSON mode may call the ref
+REF_KEYS = ("ref", "pair", "candidate", "candidate_id", "id")  # what a model in JSON mode may call the ref
+MIN_WEIGHT = 0.5  # the prompt's "plausible"; weaker links are declined (a small model hands out 0.005)
+BATCH_INSIGHTS = 8  # new insights per call
+BATCH_PAIRS = 20  # pairs per call: the prompt stays ~2k tokens, the answer within its limit
+# An answer's limit: a base for the JSON around it plus a decision's worth per pair (most are left out).
+ANSWER_TOKENS_BASE = 64
+ANSWER_TOKENS_PER_PAIR = 80
+# Update words: a new memory that says one of these about a subject it shares with the candidate may replace it.
+CHANGE_WORDS = frozenset(terms("""
+    moved changed replaced switched instead longer now updated rescheduled postponed delayed dropped removed
+    corrected actually new renamed cancelled canceled reverted
+"""))
+MONTHS = frozenset(terms("""january february march april may june july august september october november december
+    jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday"""))
+UPDATE_SHARED_WORDS = 2  # words of the subject both must share
+UPDATE_OVERLAP = 0.6  # of the shorter one's subject words
+_DIGIT = re.compile(r"\d")
 
 
 class JudgeLink(BaseModel):
@@ -64,30 +93,11 @@ class JudgeResult(BaseModel):
     linked: list[JudgeLink] = Field(default_factory=list)
     declined: list[JudgeDecline] = Field(default_factory=list)
     refused: list[JudgeRefusal] = Field(default_factory=list)
-    error: str | None = Field(default=None, description="why no decision came back (then nothing is linked)")
-    tokens: int = 0
-
-
-def offer(
-    semantic: Iterable[SemanticCandidate], causal: Iterable[CausalCandidate]
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The candidates as the model sees them (one entry per id, refs c1, c2, …) and ref → insight id."""
-    entries: dict[str, dict[str, Any]] = {}
-    for s in semantic:
-        entries[s.id] = {"content": s.content, "category": s.category.value, "similarity": s.cosine,
-                         "auto_linked": s.auto_linked}
-    for c in causal:
-        e = entries.setdefault(c.id, {"content": c.content, "category": c.category.value})
-        e.update({"hops": c.hop, "via_edge": c.via_edge.value, "suggested_sub_type": c.suggested_sub_type})
-        if c.causal_signal:
-            e["causal_signal"] = c.causal_signal
-    refs: dict[str, str] = {}
-    shown = []
-    for n, (id_, e) in enumerate(entries.items(), 1):
-        ref = f"c{n}"
-        refs[ref] = id_
-        shown.append({"ref": ref, **e})
-    return shown, refs
+    repeats: list[str] = Field(default_factory=list, description="candidates whose pair with this insight was "
+                               "judged earlier in the run, as that insight's candidate (see its result)")
+    error: str | None = Field(default=None, description="why no answer came back for this insight's pairs (or "
+                              "some of them: the others are in linked, declined or refused)")
+    tokens: int = Field(default=0, description="this insight's share of its calls' tokens, by pairs")
 
 
 def nothing_judged(results: Sequence[JudgeResult]) -> str | None:
@@ -106,6 +116,51 @@ def check_decisions(data: Any) -> list[Any]:
     return data["decisions"]
 
 
+def _subject(content: str) -> tuple[set[str], set[str]]:
+    """(subject words, values) of a memory: values are numbers, dates, versions, months and weekdays."""
+    words, values = set(), set()
+    for t in terms(content):
+        (values if _DIGIT.search(t) or t in MONTHS else words).add(t)
+    return words - CHAT_WORDS, values
+
+
+def possible_update(new: str, candidate: str) -> bool:
+    """Whether `new` may replace `candidate`: they share the subject (`UPDATE_SHARED_WORDS` words, and
+    `UPDATE_OVERLAP` of the shorter one's) and `new` gives another value or says that something changed."""
+    nw, nv = _subject(new)
+    cw, cv = _subject(candidate)
+    shared = nw & cw
+    if len(shared) < UPDATE_SHARED_WORDS or overlap_min_len(frozenset(nw), frozenset(cw)) < UPDATE_OVERLAP:
+        return False
+    return bool(nv - cv) or bool(nw & CHANGE_WORDS - cw)
+
+
+def answer_tokens(pairs: int) -> int:
+    return min(MAX_ANSWER_TOKENS, ANSWER_TOKENS_BASE + ANSWER_TOKENS_PER_PAIR * pairs)
+
+
+@dataclass
+class _Item:
+    """One insight to judge: the new memory, its result, and its pairs still to ask about."""
+
+    new: dict[str, Any]
+    result: JudgeResult
+    pairs: list[_Pair] = field(default_factory=list)
+
+
+@dataclass
+class _Pair:
+    item: _Item
+    cid: str
+    shown: dict[str, Any]  # the candidate's hints, as the model sees them
+    hint: str | None  # the engine's suggested causal sub_type
+
+    @property
+    def key(self) -> frozenset[str]:
+        """The two insights, either way round."""
+        return frozenset((self.item.result.id, self.cid))
+
+
 class LinkJudge:
     """Judges the candidates of new insights and links the chosen ones. Model settings: arguments >
     `MNEMON_LLM_*` > defaults; `client` takes a ready `openai.OpenAI`."""
@@ -121,76 +176,167 @@ class LinkJudge:
         timeout: float | None = UNSET,
         max_retries: int | None = UNSET,
         mode: str | None = None,
-        temperature: float | None = None,
+        temperature: float | None = UNSET,
+        seed: int | None = UNSET,
+        min_weight: float = MIN_WEIGHT,
         dry_run: bool = False,
     ) -> None:
         self.memory = memory
         config = LLMConfig.resolve(model=model, base_url=base_url, api_key=api_key, timeout=timeout,
-                                   max_retries=max_retries, temperature=temperature, mode=mode)
+                                   max_retries=max_retries, temperature=temperature, seed=seed, mode=mode)
         self.llm = ChatLLM(config, client=client)
+        self.min_weight = min_weight
         self.dry_run = dry_run
 
     def judge(self, item: RememberResult | str, *, dry_run: bool | None = None) -> JudgeResult:
         """Judge one insight: a `RememberResult` (its candidates as returned) or an insight id (candidates
         computed now, as `remember` would)."""
-        dry = self.dry_run if dry_run is None else dry_run
-        if isinstance(item, RememberResult):
-            if item.action == "skipped":  # nothing new was stored
-                return JudgeResult(id=item.id, model=self.llm.model, dry_run=dry, candidates=0)
-            new = {"id": item.id, "content": item.content, "category": item.category.value}
-            semantic, causal = item.semantic_candidates, item.causal_candidates
-        else:
-            ins = self.memory.get(item)
-            new = {"id": ins.id, "content": ins.content, "category": ins.category.value}
-            semantic, causal = self.memory.candidates(item)
-        shown, refs = offer(semantic, causal)
-        result = JudgeResult(id=new["id"], model=self.llm.model, dry_run=dry, candidates=len(refs))
-        if not refs:
-            return result
-        hints = {c.id: c.suggested_sub_type for c in causal}
-        quoted_new = {"content": new["content"], "category": new["category"]}
-        answer = self.llm.ask(judge_messages(quoted_new, shown), JudgeAnswer, check_decisions)
-        result.tokens = answer.usage.total_tokens
-        if answer.value is None:
-            result.error = answer.error
-            return result
-        decided: set[str] = set()
-        for raw in answer.value:
-            self._decide(raw, new["id"], refs, hints, decided, dry, result)
-        for ref, cid in refs.items():
-            if cid not in decided:
-                result.declined.append(JudgeDecline(candidate_id=cid, reason="no decision from the model"))
-        return result
+        return self.judge_many([item], dry_run=dry_run)[0]
 
     def judge_many(self, items: Iterable[RememberResult | str], *, dry_run: bool | None = None) -> list[JudgeResult]:
-        return [self.judge(i, dry_run=dry_run) for i in items]
+        """Judge several insights, their pairs batched into few calls; one result each, in order. A pair that
+        got its answer is not asked about again from its other end; one whose call failed is (with the
+        other insight's pairs)."""
+        dry = self.dry_run if dry_run is None else dry_run
+        todo = [self._item(i, dry) for i in items]
+        waiting = [p for it in todo for p in it.pairs]
+        done: set[frozenset[str]] = set()
+        while waiting:
+            batch: list[_Pair] = []
+            later: list[_Pair] = []
+            for p in waiting:
+                if p.key in done:
+                    p.item.result.repeats.append(p.cid)
+                    continue
+                news = {q.item.result.id for q in batch} | {p.item.result.id}
+                full = len(batch) >= BATCH_PAIRS or len(news) > BATCH_INSIGHTS
+                (later if full or any(q.key == p.key for q in batch) else batch).append(p)
+            if batch:  # else every pair left was answered already
+                done |= {p.key for p in self._ask(batch, dry)}
+            waiting = later
+        return [it.result for it in todo]
 
     def judge_recent(self, limit: int, *, dry_run: bool | None = None) -> list[JudgeResult]:
         """Judge the `limit` newest insights, newest first."""
         return self.judge_many([i.id for i in self.memory.recent(limit)], dry_run=dry_run)
 
+    # ------------------------------------------------------------------ the pairs
+
+    def _item(self, item: RememberResult | str, dry: bool) -> _Item:
+        semantic: Sequence[SemanticCandidate]
+        causal: Sequence[CausalCandidate]
+        if isinstance(item, RememberResult):
+            new = {"id": item.id, "content": item.content, "category": item.category.value,
+                   "created_at": item.created_at}
+            semantic, causal = (item.semantic_candidates, item.causal_candidates) if item.action != "skipped" \
+                else ([], [])  # nothing new was stored
+        else:
+            ins = self.memory.get(item)
+            new = {"id": ins.id, "content": ins.content, "category": ins.category.value,
+                   "created_at": ins.created_at}
+            semantic, causal = self.memory.candidates(item)
+        entries: dict[str, dict[str, Any]] = {}
+        for s in semantic:
+            entries[s.id] = {"content": s.content, "category": s.category.value, "similarity": s.cosine,
+                             "auto_linked": s.auto_linked}
+        hints: dict[str, str] = {}
+        for c in causal:
+            e = entries.setdefault(c.id, {"content": c.content, "category": c.category.value})
+            e.update({"hops": c.hop, "via_edge": c.via_edge.value})
+            if c.causal_signal:  # without a signal the suggestion is the engine's default, "causes": no evidence
+                e.update({"causal_signal": c.causal_signal, "suggested_sub_type": c.suggested_sub_type})
+            hints[c.id] = c.suggested_sub_type
+        it = _Item(new, JudgeResult(id=new["id"], model=self.llm.model, dry_run=dry, candidates=len(entries)))
+        for cid, e in entries.items():
+            if possible_update(new["content"], e["content"]):
+                e["possible_update"] = True
+            it.pairs.append(_Pair(it, cid, e, hints.get(cid)))
+        return it
+
+    def _date(self, id_: str, known: str | None = None) -> str | None:
+        if known:
+            return known[:10]
+        try:
+            return self.memory.get(id_).created_at[:10]
+        except NotFoundError:
+            return None
+
+    def _ask(self, batch: list[_Pair], dry: bool) -> list[_Pair]:
+        """One call for `batch`; an answer cut off at its limit is asked for again in two halves. Returns the
+        pairs that got an answer (linked, declined, refused or left out by the model)."""
+        refs: dict[str, str] = {}  # insight id → m ref
+        memories: list[dict[str, Any]] = []
+
+        def ref_of(id_: str, content: str, category: str, created_at: str | None = None) -> str:
+            if id_ not in refs:
+                refs[id_] = f"m{len(refs) + 1}"
+                date = self._date(id_, created_at)
+                memories.append({"ref": refs[id_], "content": content, "category": category,
+                                 **({"date": date} if date else {})})
+            return refs[id_]
+
+        shown: list[dict[str, Any]] = []
+        by_ref: dict[str, _Pair] = {}
+        for n, p in enumerate(batch, 1):
+            new = p.item.new
+            pair = {"ref": f"p{n}", "new": ref_of(new["id"], new["content"], new["category"], new["created_at"]),
+                    "candidate": ref_of(p.cid, p.shown["content"], p.shown["category"]),
+                    **{k: v for k, v in p.shown.items() if k not in ("content", "category")}}
+            shown.append(pair)
+            by_ref[pair["ref"]] = p
+        answer: Answer[list[Any]] = self.llm.ask(judge_messages(memories, shown), JudgeAnswer, check_decisions,
+                                                 max_tokens=answer_tokens(len(batch)))
+        self._share(batch, answer.usage.total_tokens)
+        if answer.value is None:
+            if (answer.cut_off or answer.too_long) and len(batch) > 1:
+                half = len(batch) // 2
+                return self._ask(batch[:half], dry) + self._ask(batch[half:], dry)
+            for p in batch:
+                p.item.result.error = p.item.result.error or answer.error
+            return []
+        decided: set[str] = set()
+        first = batch[0].item.result
+        for raw in answer.value:
+            self._decide(raw, by_ref, decided, dry, first)
+        for ref, p in by_ref.items():
+            if ref not in decided:
+                p.item.result.declined.append(JudgeDecline(candidate_id=p.cid, reason="not linked by the model"))
+        return batch
+
+    @staticmethod
+    def _share(batch: list[_Pair], tokens: int) -> None:
+        """Each insight's share of a call's tokens, by its pairs in the call."""
+        per: dict[int, tuple[_Item, int]] = {}
+        for p in batch:
+            it, n = per.get(id(p.item), (p.item, 0))
+            per[id(p.item)] = (it, n + 1)
+        for it, n in per.values():
+            it.result.tokens += math.ceil(tokens * n / len(batch))
+
     # ------------------------------------------------------------------ one decision
 
-    def _decide(
-        self, raw: Any, new_id: str, refs: dict[str, str], hints: dict[str, str], decided: set[str], dry: bool,
-        result: JudgeResult,
-    ) -> None:
+    def _decide(self, raw: Any, by_ref: dict[str, _Pair], decided: set[str], dry: bool, first: JudgeResult) -> None:
         if not isinstance(raw, dict):
-            result.refused.append(JudgeRefusal(ref=str(raw)[:100], error="a decision must be an object"))
+            first.refused.append(JudgeRefusal(ref=str(raw)[:100], error="a decision must be an object"))
             return
         named = next((raw[k] for k in REF_KEYS if isinstance(raw.get(k), str)), None)
         if named is None:
-            result.refused.append(JudgeRefusal(ref="", error="the decision names no candidate"))
+            first.refused.append(JudgeRefusal(ref="", error="the decision names no pair"))
             return
-        cid = refs.get(named.strip()) or (named.strip() if named.strip() in refs.values() else None)
-        if cid is None:
-            result.refused.append(JudgeRefusal(
-                ref=named[:100], error=f"not an offered candidate (offered: {', '.join(refs)})"))
+        ref = named.strip()
+        if ref not in by_ref:  # a candidate's full id also names its pair, when it is in one pair only
+            same = [r for r, p in by_ref.items() if p.cid == ref]
+            ref = same[0] if len(same) == 1 else ref
+        pair = by_ref.get(ref)
+        if pair is None:
+            first.refused.append(JudgeRefusal(ref=named[:100],
+                                              error=f"not an offered pair (offered: {', '.join(by_ref)})"))
             return
-        if cid in decided:
-            result.refused.append(JudgeRefusal(ref=named[:100], error="a second decision for the same candidate"))
+        result = pair.item.result
+        if ref in decided:
+            result.refused.append(JudgeRefusal(ref=named[:100], error="a second decision for the same pair"))
             return
-        decided.add(cid)
+        decided.add(ref)
         try:
             d = JudgeDecision.model_validate({"sub_type": None, "reason": "", **raw, "ref": named})
         except PydanticValidationError as e:
@@ -198,17 +344,22 @@ class LinkJudge:
             return
         reason = d.reason.strip()[:MAX_REASON_CHARS]
         if not d.link:
-            result.declined.append(JudgeDecline(candidate_id=cid, reason=reason or "declined"))
+            result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=reason or "declined"))
             return
         if isinstance(d.weight, bool) or not 0.0 <= d.weight <= 1.0:
             result.refused.append(JudgeRefusal(ref=named[:100],
                                                error=f"weight must be between 0.0 and 1.0, got {d.weight}"))
             return
+        if d.weight < self.min_weight:
+            result.declined.append(JudgeDecline(
+                candidate_id=pair.cid, reason=f"weight {d.weight:g} is below the floor {self.min_weight:g}: {reason}"))
+            return
         sub_type = None
         if d.edge_type == "causal":
-            sub_type = d.sub_type or (hints.get(cid) if hints.get(cid) in CAUSAL_SUB_TYPES else "causes")
-        src, dst = (new_id, cid) if d.direction == "new_to_candidate" else (cid, new_id)
-        link = JudgeLink(candidate_id=cid, source_id=src, target_id=dst, edge_type=EdgeType(d.edge_type),
+            sub_type = d.sub_type or (pair.hint if pair.hint in CAUSAL_SUB_TYPES else "causes")
+        new_id = pair.item.result.id
+        src, dst = (new_id, pair.cid) if d.direction == "new_to_candidate" else (pair.cid, new_id)
+        link = JudgeLink(candidate_id=pair.cid, source_id=src, target_id=dst, edge_type=EdgeType(d.edge_type),
                          sub_type=sub_type, weight=d.weight, reason=reason)
         if not dry:
             meta = {"reason": reason, "model": self.llm.model, **({"sub_type": sub_type} if sub_type else {})}

@@ -1,25 +1,35 @@
 """One OpenAI-compatible chat model, asked for JSON that is checked before anyone uses it.
 
 Any server that speaks `/v1/chat/completions` works: OpenAI, Ollama (`http://localhost:11434/v1`), vLLM,
-LM Studio. Settings come from arguments, then `MNEMON_LLM_BASE_URL`, `MNEMON_LLM_API_KEY`,
+LM Studio, llama.cpp's server. Settings come from arguments, then `MNEMON_LLM_BASE_URL`, `MNEMON_LLM_API_KEY`,
 `MNEMON_LLM_MODEL`, `MNEMON_LLM_TIMEOUT`, then defaults.
 
-Output modes, tried in this order and remembered once a server refuses one (HTTP 400/422):
-`structured` (`chat.completions.parse` with a pydantic model: a strict JSON schema), `json`
-(`response_format={"type": "json_object"}`, the schema in the prompt) and `text` (no response format; the JSON
-is cut out of the reply). Whatever the mode, the reply is parsed and validated here, never trusted.
+Every call is bounded and repeatable: the caller sizes `max_tokens` to what it asks, sampling is
+`temperature` 0 with a fixed `seed` unless told otherwise, and the answer is streamed, so the timeout bounds
+the server's silence (reading the prompt, or the gap between two tokens), not the length of a slow but working
+answer; the speed of each answer is measured as it arrives.
 
-Transport failures (429, 5xx, timeouts, dropped connections) are retried by the openai client itself
-(`max_retries`, honouring `Retry-After`). A reply that fails validation gets exactly one more try, with the
-validation error quoted to the model; after that the caller gets an `Answer` with `error` set. Every error
-text that leaves `ChatLLM.ask` is scrubbed of the API key (a server may quote it back: see mnemon_core.redact).
+Output modes, tried in this order and remembered once a server refuses one (HTTP 400/422):
+`structured` (a strict JSON schema in `response_format`), `json` (`response_format={"type": "json_object"}`,
+the schema in the prompt) and `text` (no response format; the JSON is cut out of the reply). Whatever the mode,
+the reply is parsed and validated here, never trusted. A server that refuses `seed` or `stream_options` gets
+the request again without it.
+
+Failures: 429, 5xx and dropped connections are retried here (`max_retries`, honouring `Retry-After`); a
+timeout is not (the same request would wait out the same timeout), and its error names MNEMON_LLM_TIMEOUT and
+the speed seen. An answer cut off at `max_tokens` is returned as such (`Answer.cut_off`), never asked for
+again: the caller asks for less. A reply that fails validation gets exactly one more try, with the validation
+error quoted to the model; after that the caller gets an `Answer` with `error` set. Every error text that
+leaves `ChatLLM.ask` is scrubbed of the API key (a server may quote it back: see mnemon_core.redact).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -28,18 +38,32 @@ from mnemon_core.config import MAX_CONSECUTIVE_TIMEOUTS, UNSET
 from mnemon_core.errors import MissingExtraError, ValidationError
 from mnemon_core.redact import redact
 
+from .chunking import estimate_tokens
 from .errors import LLMError
 
 DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_MAX_RETRIES = 2  # transport retries inside the openai client (429, 5xx, timeouts)
+# Seconds the server may stay silent: before the first token (a 2-core CPU server reads ~20-60 prompt tokens/s)
+# and between two tokens. A streamed answer that keeps coming is never cut by it.
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MAX_RETRIES = 2  # retries of 429, 5xx and dropped connections (never of a timeout)
+DEFAULT_TEMPERATURE = 0.0  # the same input gives the same draft and the same links
+DEFAULT_SEED = 0  # sent where the server takes one
+MAX_TEMPERATURE = 2.0  # OpenAI's range
+MAX_ANSWER_TOKENS = 4096  # the longest answer asked for (a common server cap; llama.cpp's --n-predict here)
+RETRY_BACKOFF_S = (0.5, 8.0)  # first pause and longest pause between retries, unless Retry-After says otherwise
 VALIDATION_ATTEMPTS = 2  # the first answer, and one retry that quotes the validation error
 MODES = ("structured", "json", "text")
+OPTIONAL_PARAMS = ("seed", "stream_options")  # dropped when a server refuses them by name
+PROGRESS_EVERY_S = 0.5  # how often a streamed answer reports its progress
 # A local server needs no key, but the openai client insists on one.
 PLACEHOLDER_KEY = "not-needed"
-_CONTEXT_WORDS = ("context length", "context_length", "maximum context", "too many tokens", "context window")
+_CONTEXT_WORDS = ("context length", "context_length", "maximum context", "too many tokens", "context window",
+                  "exceeds the available context", "exceed_context")
 
 T = TypeVar("T")
+
+# (answer tokens so far, seconds since the first of them)
+Progress = Callable[[int, float], None]
 
 
 class AnswerError(ValueError):
@@ -51,26 +75,41 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
+    seconds: float = 0.0  # wall time of the calls that answered
+    generation_seconds: float = 0.0  # from each answer's first token to its last
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def add(self, body: dict[str, Any]) -> None:
-        self.calls += 1
-        u = body.get("usage") or {}
-        self.prompt_tokens += int(u.get("prompt_tokens") or 0)
-        self.completion_tokens += int(u.get("completion_tokens") or 0)
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Answer tokens per second of generation, or None before any."""
+        if not self.completion_tokens or self.generation_seconds <= 0:
+            return None
+        return self.completion_tokens / self.generation_seconds
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.calls += other.calls
+        self.seconds += other.seconds
+        self.generation_seconds += other.generation_seconds
 
 
 @dataclass
 class Answer(Generic[T]):
-    """A validated value, or the error that stopped it; `attempts` counts model calls that returned."""
+    """A validated value, or the error that stopped it; `attempts` counts model calls that returned.
+    `cut_off`: the answer hit `max_tokens`; `too_long`: the prompt did not fit the model's context (either way
+    the request asked for too much at once). `rejected`: why earlier answers of this ask were not used."""
 
     value: T | None
     error: str | None = None
     attempts: int = 0
     usage: Usage = field(default_factory=Usage)
+    cut_off: bool = False
+    too_long: bool = False
+    rejected: list[str] = field(default_factory=list)
 
 
 def _env(name: str) -> str | None:
@@ -80,14 +119,16 @@ def _env(name: str) -> str | None:
 
 @dataclass
 class LLMConfig:
-    """Where the model is and how to talk to it, resolved once: arguments > `MNEMON_LLM_*` > defaults."""
+    """Where the model is and how to talk to it, resolved once: arguments > `MNEMON_LLM_*` > defaults.
+    `temperature` and `seed` None: not sent (the server's own sampling)."""
 
     model: str = DEFAULT_MODEL
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
-    temperature: float | None = None
+    temperature: float | None = DEFAULT_TEMPERATURE
+    seed: int | None = DEFAULT_SEED
     mode: str = "structured"
 
     @classmethod
@@ -99,7 +140,8 @@ class LLMConfig:
         api_key: str | None = UNSET,
         timeout: float | None = UNSET,
         max_retries: int | None = UNSET,
-        temperature: float | None = None,
+        temperature: float | None = UNSET,
+        seed: int | None = UNSET,
         mode: str | None = None,
     ) -> LLMConfig:
         def pick(value: Any, env: str) -> Any:
@@ -109,17 +151,29 @@ class LLMConfig:
         try:
             t = float(t) if t is not None else DEFAULT_TIMEOUT_S
         except ValueError:
-            raise ValidationError(f'invalid MNEMON_LLM_TIMEOUT "{t}"; use seconds, e.g. 120', field="timeout") from None
+            raise ValidationError(f'invalid MNEMON_LLM_TIMEOUT "{t}"; use seconds, e.g. 300', field="timeout") from None
+        if not (math.isfinite(t) and t > 0):
+            raise ValidationError(f"MNEMON_LLM_TIMEOUT must be a positive number of seconds, got {t:g}",
+                                  field="timeout")
         m = mode or "structured"
         if m not in MODES:
             raise ValidationError(f'invalid output mode "{m}"; valid: {", ".join(MODES)}', field="mode")
+        temp = DEFAULT_TEMPERATURE if temperature is UNSET else temperature
+        if temp is not None and (isinstance(temp, bool) or not isinstance(temp, (int, float))
+                                 or not 0.0 <= temp <= MAX_TEMPERATURE):
+            raise ValidationError(f"temperature must be between 0 and {MAX_TEMPERATURE:g}, got {temp}",
+                                  field="temperature")
+        s = DEFAULT_SEED if seed is UNSET else seed
+        if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 0):
+            raise ValidationError(f"seed must be a whole number of 0 or more, got {s}", field="seed")
         return cls(
             model=pick(model, "MNEMON_LLM_MODEL") or DEFAULT_MODEL,
             base_url=pick(base_url, "MNEMON_LLM_BASE_URL"),
             api_key=pick(api_key, "MNEMON_LLM_API_KEY"),
             timeout=t,
             max_retries=DEFAULT_MAX_RETRIES if max_retries in (UNSET, None) else int(max_retries),
-            temperature=temperature,
+            temperature=None if temp is None else float(temp),
+            seed=s,
             mode=m,
         )
 
@@ -139,7 +193,28 @@ class LLMConfig:
             import openai
         except ImportError:
             raise MissingExtraError("openai", "openai") from None
-        return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_retries)
+        # Retries are ours (ChatLLM._call): the client's own would repeat a timed-out request.
+        return openai.OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=0)
+
+
+def strict_schema(model: type) -> dict[str, Any]:
+    """The pydantic model's JSON schema as structured outputs want it: every object closed
+    (`additionalProperties: false`) with every property required."""
+    schema = model.model_json_schema()  # type: ignore[attr-defined]
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node:
+                node["additionalProperties"] = False
+                node["required"] = list(node["properties"])
+            for v in node.values():
+                close(v)
+        elif isinstance(node, list):
+            for v in node:
+                close(v)
+
+    close(schema)
+    return schema
 
 
 def extract_json(content: str) -> Any:
@@ -173,8 +248,18 @@ def describe(err: Exception) -> str:
     return str(err)
 
 
+@dataclass
+class Reply:
+    """One answer as it arrived: its text, why it ended, and what it cost."""
+
+    content: str
+    finish_reason: str | None
+    refusal: str
+    usage: Usage
+
+
 class ChatLLM:
-    """Asks one model for JSON, validates it, retries once on a bad answer; counts tokens."""
+    """Asks one model for JSON, validates it, retries once on a bad answer; counts tokens and speed."""
 
     def __init__(self, config: LLMConfig | None = None, *, client: Any = None) -> None:
         self.config = config or LLMConfig.resolve()
@@ -185,6 +270,7 @@ class ChatLLM:
         self.usage = Usage()
         self.succeeded = 0  # calls that got an HTTP answer; before the first, a dead server is fatal
         self.timeouts = 0  # of the latest calls, how many timed out in a row (MAX_CONSECUTIVE_TIMEOUTS: give up)
+        self._dropped: set[str] = set()  # optional parameters this server refused
 
     @property
     def client(self) -> Any:
@@ -201,72 +287,68 @@ class ChatLLM:
         messages: list[dict[str, str]],
         schema: type,
         validate: Callable[[Any], T],
+        *,
+        max_tokens: int | None = None,
+        progress: Progress | None = None,
     ) -> Answer[T]:
-        """Send `messages`, parse the reply as JSON and pass it to `validate` (which raises on a bad answer).
-        One retry quotes the error. Transport errors that outlive the client's own retries end the attempt
-        with `error` set; errors no retry can fix (auth, unknown model, unsupported request) raise `LLMError`.
-        Either way the error text is redacted: it quotes what the server said."""
+        """Send `messages` (answer at most `max_tokens` long), parse the reply as JSON and pass it to
+        `validate` (which raises on a bad answer). One retry quotes the error. Transport errors that outlive the
+        retries end the attempt with `error` set; errors no retry can fix (auth, unknown model, unsupported
+        request) raise `LLMError`. Either way the error text is redacted: it quotes what the server said."""
         try:
-            answer = self._ask(messages, schema, validate)
+            answer = self._ask(messages, schema, validate, max_tokens, progress)
         except LLMError as e:
             raise LLMError(self.redact(str(e))) from None
         if answer.error:
             answer.error = self.redact(answer.error)
+        answer.rejected = [self.redact(r) for r in answer.rejected]
         return answer
 
     def redact(self, text: str) -> str:
         """`text` without the API key this model is called with, or any other credential."""
         return redact(text, self.config.api_key, _env("OPENAI_API_KEY"), getattr(self._client, "api_key", None))
 
-    def _ask(self, messages: list[dict[str, str]], schema: type, validate: Callable[[Any], T]) -> Answer[T]:
-        usage = Usage()
+    def _ask(self, messages: list[dict[str, str]], schema: type, validate: Callable[[Any], T],
+             max_tokens: int | None, progress: Progress | None) -> Answer[T]:
+        answer: Answer[T] = Answer(None)
         convo = list(messages)
-        error = None
-        attempts = 0
         for _ in range(VALIDATION_ATTEMPTS):
             try:
-                body = self._call(convo, schema)
+                reply = self._call(convo, schema, max_tokens, progress)
             except _TransportFailure as e:
-                return Answer(None, error=str(e), attempts=attempts, usage=usage)
-            attempts += 1
-            usage.add(body)
-            self.usage.add(body)
-            content = ""
+                answer.error, answer.too_long = str(e), e.too_long
+                return answer
+            answer.attempts += 1
+            answer.usage.add(reply.usage)
+            self.usage.add(reply.usage)
+            if reply.finish_reason == "length":
+                answer.cut_off = True
+                answer.error = f"the answer was cut off at the output limit ({max_tokens} tokens)"
+                return answer
             try:
-                content = self._content(body)
-                return Answer(validate(extract_json(content)), attempts=attempts, usage=usage)
+                if reply.refusal:
+                    raise AnswerError(f"the model refused: {reply.refusal}")
+                if not reply.content.strip():
+                    raise AnswerError("the answer is empty")
+                answer.value = validate(extract_json(reply.content))
+                return answer
             except (AnswerError, ValidationError, ValueError, TypeError, KeyError) as e:
-                error = describe(e)
+                answer.rejected.append(describe(e))
             convo = [
                 *messages,
-                {"role": "assistant", "content": content or "(empty answer)"},
+                {"role": "assistant", "content": reply.content or "(empty answer)"},
                 {"role": "user", "content": (
-                    f"Your answer was rejected: {error}\n"
+                    f"Your answer was rejected: {answer.rejected[-1]}\n"
                     "Answer again with the complete, corrected JSON object only."
                 )},
             ]
-        return Answer(None, error=f"invalid answer after {attempts} attempts: {error}", attempts=attempts,
-                      usage=usage)
+        answer.error = f"invalid answer after {answer.attempts} attempts: {answer.rejected[-1]}"
+        return answer
 
     # ------------------------------------------------------------------ transport
 
-    @staticmethod
-    def _content(body: dict[str, Any]) -> str:
-        choices = body.get("choices") or []
-        if not choices:
-            raise AnswerError("the answer has no choices")
-        choice = choices[0] or {}
-        msg = choice.get("message") or {}
-        if msg.get("refusal"):
-            raise AnswerError(f"the model refused: {msg['refusal']}")
-        content = msg.get("content")
-        if choice.get("finish_reason") == "length":
-            raise AnswerError("the answer was cut off at the output token limit; give fewer, shorter items")
-        if not isinstance(content, str) or not content.strip():
-            raise AnswerError("the answer is empty")
-        return content
-
-    def _call(self, messages: list[dict[str, str]], schema: type) -> dict[str, Any]:
+    def _call(self, messages: list[dict[str, str]], schema: type, max_tokens: int | None,
+              progress: Progress | None) -> Reply:
         try:
             import openai
         except ImportError:
@@ -277,24 +359,31 @@ class ChatLLM:
                 f"not sent: the model server did not answer {self.timeouts} calls in a row within "
                 f"{self.config.timeout:g}s (MNEMON_LLM_TIMEOUT sets the limit)"
             )
+        retries = 0
         while True:
+            stream = _Stream(progress)
+            failure: str | None = None
+            wait: float | None = None
             try:
-                raw = self._request(messages, schema)
+                reply = stream.read(self._request(messages, schema, max_tokens))
                 self.succeeded += 1
                 self.timeouts = 0
+                return reply
             except openai.APITimeoutError:
                 self.timeouts += 1
-                raise _TransportFailure(
-                    f"the model server did not answer within {self.config.timeout:g}s ({self._tries()})"
-                ) from None
+                raise _TransportFailure(self._timed_out(stream)) from None
             except openai.APIConnectionError as e:
                 if not self.succeeded:
                     raise LLMError(f"cannot reach the model server at {self._where()}: {e}") from None
-                raise _TransportFailure(f"connection failed: {e}") from None
+                failure = f"connection failed: {e}"
+            except AnswerError as e:  # the reply itself was broken
+                raise _TransportFailure(str(e)) from None
             except openai.RateLimitError as e:
-                raise _TransportFailure(f"rate limited (HTTP 429, {self._tries()}): {_message(e)}") from None
+                failure = f"rate limited (HTTP 429, {self._tries()}): {_message(e)}"
+                wait = _retry_after(e)
             except openai.InternalServerError as e:
-                raise _TransportFailure(f"server error (HTTP {e.status_code}): {_message(e)}") from None
+                failure = f"server error (HTTP {e.status_code}): {_message(e)}"
+                wait = _retry_after(e)
             except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
                 raise LLMError(f"the model server at {self._where()} refused the API key: {_message(e)}") from None
             except openai.NotFoundError as e:
@@ -305,7 +394,11 @@ class ChatLLM:
             except (openai.BadRequestError, openai.UnprocessableEntityError) as e:
                 text = _message(e)
                 if any(w in text.lower() for w in _CONTEXT_WORDS):
-                    raise _TransportFailure(f"too long for the model's context (lower the chunk size): {text}") from None
+                    raise _TransportFailure(f"too long for the model's context: {text}", too_long=True) from None
+                refused = [p for p in OPTIONAL_PARAMS if p not in self._dropped and p in text]
+                if refused:  # e.g. no `seed` here: send the request without it from now on
+                    self._dropped.update(refused)
+                    continue
                 nxt = MODES.index(self.mode) + 1
                 if nxt >= len(MODES):
                     raise LLMError(f"the model server rejected the request (HTTP {e.status_code}): {text}") from None
@@ -313,37 +406,63 @@ class ChatLLM:
                 continue
             except openai.APIStatusError as e:
                 raise _TransportFailure(f"HTTP {e.status_code}: {_message(e)}") from None
-            try:
-                body = json.loads(raw.text)
-            except json.JSONDecodeError:
-                raise _TransportFailure("the server's reply is not JSON") from None
-            if not isinstance(body, dict):
-                raise _TransportFailure("the server's reply is not a JSON object")
-            return body
+            except Exception as e:  # raised while the stream is read: the HTTP library's own, unwrapped
+                kind = _http_failure(e)
+                if kind is None:
+                    raise
+                if kind == "timeout":
+                    self.timeouts += 1
+                    raise _TransportFailure(self._timed_out(stream)) from None
+                failure = f"connection failed: {e}"
+            if retries >= self.config.max_retries:
+                raise _TransportFailure(failure)
+            low, high = RETRY_BACKOFF_S
+            time.sleep(wait if wait is not None else min(high, low * 2**retries))
+            retries += 1
 
-    def _request(self, messages: list[dict[str, str]], schema: type) -> Any:
-        """The raw HTTP response, so usage is counted and the reply checked here even when it is malformed."""
-        extra: dict[str, Any] = {}
+    def _request(self, messages: list[dict[str, str]], schema: type, max_tokens: int | None) -> Any:
+        """A context manager around the streamed HTTP response (or a plain one, from a server that ignores
+        `stream`), so the reply is read and checked here, whatever shape it has."""
+        params: dict[str, Any] = {"model": self.model, "stream": True, "stream_options": {"include_usage": True}}
         if self.config.temperature is not None:
-            extra["temperature"] = self.config.temperature
-        completions = self.client.chat.completions
-        if self.mode == "structured":
-            if hasattr(completions, "parse"):
-                parse = completions.with_raw_response.parse
-            else:  # openai < 1.92 keeps it under beta
-                parse = self.client.beta.chat.completions.with_raw_response.parse
-            return parse(model=self.model, messages=messages, response_format=schema, **extra)
-        if self.mode == "json":
-            extra["response_format"] = {"type": "json_object"}
-        # Without structured outputs the schema travels in the prompt.
-        shape = json.dumps(schema.model_json_schema(), ensure_ascii=False)  # type: ignore[attr-defined]
-        hint = f"Reply with one JSON object that follows this JSON schema:\n{shape}"
+            params["temperature"] = self.config.temperature
+        if self.config.seed is not None:
+            params["seed"] = self.config.seed
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        for p in self._dropped:
+            params.pop(p, None)
         msgs = list(messages)
-        if msgs and msgs[0]["role"] == "system":  # some chat templates allow only one, leading system message
-            msgs[0] = {"role": "system", "content": msgs[0]["content"] + "\n\n" + hint}
+        if self.mode == "structured":
+            params["response_format"] = {"type": "json_schema", "json_schema": {
+                "name": schema.__name__, "schema": strict_schema(schema), "strict": True}}
         else:
-            msgs.insert(0, {"role": "system", "content": hint})
-        return completions.with_raw_response.create(model=self.model, messages=msgs, **extra)
+            if self.mode == "json":
+                params["response_format"] = {"type": "json_object"}
+            # Without structured outputs the schema travels in the prompt.
+            shape = json.dumps(schema.model_json_schema(), ensure_ascii=False)  # type: ignore[attr-defined]
+            hint = f"Reply with one JSON object that follows this JSON schema:\n{shape}"
+            if msgs and msgs[0]["role"] == "system":  # some chat templates allow only one, leading system message
+                msgs[0] = {"role": "system", "content": msgs[0]["content"] + "\n\n" + hint}
+            else:
+                msgs.insert(0, {"role": "system", "content": hint})
+        client = self.client
+        if getattr(client, "max_retries", 0):  # a client handed in: its retries would repeat a timed-out request
+            client = client.with_options(max_retries=0)
+        estimate = sum(estimate_tokens(m["content"]) for m in msgs)
+        return _Request(client.chat.completions.with_streaming_response.create(messages=msgs, **params), estimate)
+
+    def _timed_out(self, stream: _Stream) -> str:
+        head = f"the model server did not answer within {self.config.timeout:g}s (MNEMON_LLM_TIMEOUT sets the limit)"
+        if stream.tokens:
+            rate = stream.tokens / max(stream.generating(), 1e-9)
+            n = f"{stream.tokens} token" + ("s" if stream.tokens != 1 else "")
+            return f"{head}: it went silent after {n} of this answer at {rate:.1f} tokens/s"
+        speed = self.usage.tokens_per_s
+        if speed:
+            return f"{head}: no token of this answer yet; its answers so far came at {speed:.1f} tokens/s"
+        return (f"{head}: no token yet (a CPU server may take minutes to read a long prompt: raise "
+                "MNEMON_LLM_TIMEOUT or lower --chunk-tokens)")
 
     def _tries(self) -> str:
         n = self.config.max_retries + 1
@@ -353,12 +472,136 @@ class ChatLLM:
         return self.config.base_url or "the OpenAI API"
 
 
+@dataclass
+class _Request:
+    response: Any  # openai's streaming-response context manager
+    prompt_estimate: int  # prompt tokens, when the server does not count them
+
+
+class _Stream:
+    """Reads one answer: server-sent events (`data: {chunk}` … `data: [DONE]`) or a plain completion, timing
+    the first and the last token and reporting progress as it goes."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+        self.start = time.monotonic()
+        self.first: float | None = None  # monotonic time of the first answer token
+        self.tokens = 0  # answer pieces so far (one token each on the servers we know)
+        self._reported = 0.0
+
+    def generating(self) -> float:
+        return time.monotonic() - self.first if self.first is not None else 0.0
+
+    def read(self, request: _Request) -> Reply:
+        parts: list[str] = []
+        refusal: list[str] = []
+        finish: str | None = None
+        usage: dict[str, Any] = {}
+        with request.response as response:
+            kind = response.headers.get("content-type", "")
+            if "text/event-stream" not in kind:
+                body = _json_object(response.read())
+                finish, content, ref = _plain(body)
+                parts.append(content)
+                refusal.append(ref)
+                usage = body.get("usage") or {}
+                self.first = self.start
+            else:
+                for line in response.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    chunk = _json_object(data.encode())
+                    if chunk.get("error"):
+                        raise AnswerError(f"the server stopped the answer: {_message(chunk)}")
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk.get("choices") or []:
+                        delta = (choice or {}).get("delta") or {}
+                        if delta.get("content"):
+                            parts.append(str(delta["content"]))
+                            self._token()
+                        if delta.get("refusal"):
+                            refusal.append(str(delta["refusal"]))
+                        finish = choice.get("finish_reason") or finish
+        end = time.monotonic()
+        content = "".join(parts)
+        completion = int(usage.get("completion_tokens") or 0) or (self.tokens if self.tokens > 1
+                                                                  else estimate_tokens(content))
+        cost = Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0) or request.prompt_estimate,
+            completion_tokens=completion, calls=1, seconds=end - self.start,
+            generation_seconds=end - self.first if self.first is not None else 0.0,
+        )
+        return Reply(content=content, finish_reason=finish, refusal="".join(refusal), usage=cost)
+
+    def _token(self) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        self.tokens += 1
+        if self.progress and now - self._reported >= PROGRESS_EVERY_S:
+            self._reported = now
+            self.progress(self.tokens, now - self.first)
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise AnswerError("the server's reply is not JSON") from None
+    if not isinstance(body, dict):
+        raise AnswerError("the server's reply is not a JSON object")
+    return body
+
+
+def _plain(body: dict[str, Any]) -> tuple[str | None, str, str]:
+    """finish_reason, content and refusal of a completion that was not streamed."""
+    choices = body.get("choices") or []
+    if not choices:
+        raise AnswerError("the server's reply has no choices")
+    choice = choices[0] or {}
+    msg = choice.get("message") or {}
+    content = msg.get("content")
+    return choice.get("finish_reason"), content if isinstance(content, str) else "", msg.get("refusal") or ""
+
+
 class _TransportFailure(Exception):
-    """This call could not get an answer (after the client's retries); the caller reports it and goes on."""
+    """This call could not get an answer (after the retries); the caller reports it and goes on."""
+
+    def __init__(self, message: str, *, too_long: bool = False) -> None:
+        super().__init__(message)
+        self.too_long = too_long
+
+
+def _http_failure(err: BaseException) -> str | None:
+    """"timeout" or "transport" for an error of the HTTP library under the openai client (httpx, or the
+    httpx2 of newer releases: matched by name, so either works), else None."""
+    for cls in type(err).__mro__:
+        if cls.__module__.split(".")[0] in ("httpx", "httpx2"):
+            if cls.__name__ == "TimeoutException":
+                return "timeout"
+            if cls.__name__ == "TransportError":
+                return "transport"
+    return None
+
+
+def _retry_after(err: Any) -> float | None:
+    """The pause a 429/5xx asks for (`retry-after-ms`, `retry-after` in seconds), within reason."""
+    headers = getattr(getattr(err, "response", None), "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            v = float(headers.get(name)) * scale
+        except (TypeError, ValueError):
+            continue
+        if 0 <= v <= 60:
+            return v
+    return None
 
 
 def _message(err: Any) -> str:
-    body = getattr(err, "body", None)
+    body = err if isinstance(err, dict) else getattr(err, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):

@@ -10,6 +10,11 @@ Routes: POST `/v1/chat/completions`, and for embedders POST `/v1/embeddings` (Op
 deterministic embeddings of the request's `input`. Every POST body is kept in `server.requests`, every request
 as (method, path, Authorization header) in `server.calls`. `{authorization}` (`AUTHORIZATION`) in a reply's
 body is replaced by the request's Authorization header, as a server that quotes the key back would do.
+
+A completion asked for with `stream: true` is streamed as server-sent events, one piece of about a token per
+event (`Reply.token_delay` apart; `Reply.stall` seconds of silence halfway), with usage at the end when
+`stream_options.include_usage` asks for it. As a real server does, a completion longer than the request's
+`max_tokens` (estimated tokens) is cut there with `finish_reason: "length"`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .chunking import estimate_tokens
+from .chunking import CHARS_PER_TOKEN, estimate_tokens
 
 AUTHORIZATION = "{authorization}"
 EMBED_DIMENSIONS = 8  # of the fake embeddings, unless the request asks for `dimensions`
@@ -42,6 +47,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a timeout, when longer than the client's)
     finish_reason: str = "stop"
+    token_delay: float = 0.0  # seconds between two streamed pieces (a slow model)
+    stall: float = 0.0  # seconds of silence halfway through a streamed answer (a server that hangs mid-answer)
     usage: dict[str, int] | None = None  # default: tokens estimated from the request and the content
 
     @classmethod
@@ -65,9 +72,22 @@ class Reply:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
-def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def answered(request: dict[str, Any], reply: Reply) -> tuple[str | None, str]:
+    """The content sent and its finish_reason: cut at the request's `max_tokens`, as a server does."""
+    content, limit = reply.content, request.get("max_tokens")
+    if content is not None and isinstance(limit, int) and estimate_tokens(content) > limit:
+        return content[: limit * CHARS_PER_TOKEN], "length"
+    return content, reply.finish_reason
+
+
+def usage_of(request: dict[str, Any], reply: Reply, content: str | None) -> dict[str, int]:
     prompt = sum(estimate_tokens(str(m.get("content", ""))) for m in request.get("messages") or [])
-    out = estimate_tokens(reply.content or "")
+    out = estimate_tokens(content or "")
+    return reply.usage or {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
+
+
+def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    content, finish = answered(request, reply)
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -75,12 +95,30 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "model": request.get("model", "fake"),
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": reply.content, "refusal": None},
-            "finish_reason": reply.finish_reason,
+            "message": {"role": "assistant", "content": content, "refusal": None},
+            "finish_reason": finish,
             "logprobs": None,
         }],
-        "usage": reply.usage or {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
+        "usage": usage_of(request, reply, content),
     }
+
+
+def stream_events(request: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+    """The chunks of a streamed completion: the role, one piece of content each, the finish, the usage."""
+    content, finish = answered(request, reply)
+    text = content or ""
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": request.get("model", "fake")}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": text[i : i + CHARS_PER_TOKEN]}) for i in range(0, len(text), CHARS_PER_TOKEN)]
+    events.append(chunk({}, finish))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        events.append({**base, "choices": [], "usage": usage_of(request, reply, content)})
+    return events
 
 
 def embeddings(request: dict[str, Any], route: str) -> dict[str, Any]:
@@ -135,7 +173,29 @@ class FakeOpenAIServer:
                 reply = server._next(req)
                 if reply.delay and server._stop.wait(reply.delay):
                     return
+                if route == CHAT_ROUTE and req.get("stream") and reply.body is None and reply.status == 200:
+                    self._stream(reply, req)
+                    return
                 self._send(reply, req, route)
+
+            def _stream(self, reply: Reply, req: dict[str, Any]) -> None:
+                events = stream_events(req, reply)
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    for n, event in enumerate(events):
+                        if n == len(events) // 2 and reply.stall and server._stop.wait(reply.stall):
+                            return
+                        if n and reply.token_delay and server._stop.wait(reply.token_delay):
+                            return
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                        self.wfile.flush()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up
+                    pass
 
             def _record(self) -> None:
                 with server._lock:

@@ -1,0 +1,130 @@
+"""What is worth remembering: the checks an extracted insight and edge pass before they reach the draft.
+
+A model held to a JSON schema fills it with whatever it has: a small one turns a greeting ("Morning"), a
+sign-off ("Good luck with the launch") or half a sentence ("because of the Typst port") into an insight, and
+links one insight to all the others with reasons about something else. Such items pass every limit of the
+draft format; these rules drop them, and the extractor reports each one it dropped.
+
+- `fact_free(content)`: fewer than `MIN_FACT_WORDS` words that say something, once stopwords and the words
+  of chat talk (greetings, thanks, sign-offs, "quick context", "last thing") are set aside; a short
+  fragment that starts with a connective ("because of …", "and then …"); or a lone question (the 0.5B model
+  copied "Dana Reyes wants a cron entry for it?" out of a chat).
+- `names_an_end(reason, a, b)`: an edge's reason must share a word (stemmed) with at least one of its ends;
+  "these are related" says nothing a reader can check.
+- `hubs(edges, n)`: an insight linked to at least `HUB_MIN_EDGES` others and to at least `HUB_SHARE` of the
+  answer's other insights is linked to everything: its edges say nothing about any one of them.
+- `chain(edges)`: at least `CHAIN_MIN_EDGES` edges, most of the answer's, that each link an insight to the
+  next one in the answer: the model linked by position, not by meaning (seen from both local models).
+- `copied(content)`: the insight is one of the prompt's own example (the model extracted nothing).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from mnemon_core.text import jaccard, terms, token_set, tokenize
+
+from .prompts import EXAMPLE_ANSWER
+
+MIN_FACT_WORDS = 3  # words that carry content; "Maya prefers Vim" has three
+FRAGMENT_WORDS = 6  # a connective-led piece this short is half a sentence
+HUB_MIN_EDGES = 5
+HUB_SHARE = 0.5
+CHAIN_MIN_EDGES = 4
+CHAIN_SHARE = 0.75
+COPIED_JACCARD = 0.8  # token overlap with an insight of the prompt's example
+# Words of chat talk: they make up greetings, thanks, sign-offs and remarks about the conversation itself.
+CHAT_WORDS = frozenset("""
+    hi hello hey morning evening afternoon night good great nice thanks thank thx cheers bye goodbye luck
+    welcome ok okay sure yes yeah yep got noted quick last thing things another topic context chat
+    conversation question questions answer please well anyway btw here now today one new first next lot
+    much soon later information info
+    because since therefore however although though while due also again still already
+""".split())
+CONNECTIVES = ("because", "since", "so", "and", "but", "or", "then", "due", "as", "which", "that", "while",
+               "although", "though", "after", "before", "with", "without", "for", "of", "from", "to")
+# Words a reason uses about any relation; they name neither end.
+RELATION_WORDS = frozenset(terms("""
+    relation related relates relationship link linked links connection connected connects both same topic
+    cause causes caused led leads lead result results resulted because reason insight insights memory
+    memories item items one other first second another mention mentioned mentions context
+"""))
+_NUMBER = re.compile(r"\d+")
+_QUESTION = re.compile(r"[^.!?]*\?+", re.DOTALL)  # one sentence, and it asks
+
+
+def fact_words(content: str) -> list[str]:
+    """The words of `content` that say something: no stopwords, no chat talk; a run of numbers (a date, a
+    version) counts once."""
+    out: list[str] = []
+    number = False
+    for t in tokenize(content):
+        if _NUMBER.fullmatch(t):
+            if not number:
+                out.append(t)
+            number = True
+            continue
+        number = False
+        if t not in CHAT_WORDS:
+            out.append(t)
+    return out
+
+
+def fact_free(content: str) -> tuple[str, str] | None:
+    """(rule, why) when `content` carries no fact of the chat: rule "fragment", "no-fact" or "example"; None
+    when it may."""
+    if copied(content):
+        return "example", "copied from the prompt's example"
+    words = re.findall(r"\w+", content.casefold())
+    if words and words[0] in CONNECTIVES and len(words) <= FRAGMENT_WORDS:
+        return "fragment", f'a fragment: starts with "{words[0]}" and has {len(words)} words'
+    if _QUESTION.fullmatch(content.strip()):  # a message copied whole: asks, states nothing
+        return "question", "a question, not a fact"
+    n = len(fact_words(content))
+    if n < MIN_FACT_WORDS:
+        return "no-fact", f"no fact: {n} content word{'s' if n != 1 else ''} (at least {MIN_FACT_WORDS})"
+    return None
+
+
+def _named(text: str) -> set[str]:
+    return {t for t in terms(text) if not _NUMBER.fullmatch(t)}
+
+
+def names_an_end(reason: str | None, source: str, target: str) -> bool:
+    """Whether the reason shares a word with one end (its content and entities as given)."""
+    said = _named(reason or "") - RELATION_WORDS
+    return bool(said & (_named(source) | _named(target)))
+
+
+def hubs(edges: Iterable[tuple[int, int]], insights: int) -> set[int]:
+    """The insights of an answer (`insights` of them) linked to everything, by the (source, target) pairs."""
+    links: dict[int, set[int]] = {}
+    for s, t in edges:
+        links.setdefault(s, set()).add(t)
+        links.setdefault(t, set()).add(s)
+    others = max(insights - 1, 1)
+    return {i for i, ends in links.items() if len(ends) >= HUB_MIN_EDGES and len(ends) >= HUB_SHARE * others}
+
+
+def chain(edges: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The edges that link each insight to the next, when they are most of the answer's edges."""
+    nexts = {(s, t) for s, t in edges if s >= 0 and t == s + 1}
+    if len(nexts) >= CHAIN_MIN_EDGES and len(nexts) >= CHAIN_SHARE * len(edges):
+        return nexts
+    return set()
+
+
+_EXAMPLE = [token_set(i["content"]) for i in EXAMPLE_ANSWER["insights"]]
+
+
+def copied(content: str) -> bool:
+    """Whether `content` is (nearly) an insight of the prompt's example."""
+    toks = token_set(content)
+    return any(jaccard(toks, ex) >= COPIED_JACCARD for ex in _EXAMPLE)
+
+
+def counts(rules: Sequence[str]) -> dict[str, int]:
+    """Dropped items per rule, most frequent first (ties by name)."""
+    return dict(sorted(Counter(rules).items(), key=lambda kv: (-kv[1], kv[0])))
