@@ -39,7 +39,7 @@ from .base import NO_FILTERS, AnnSearch, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
 from .postings import Indexed, Postings
 from .sql import INSIGHT_COLUMNS, REQUEST_KEEP_S, insight_of, oplog_of
-from .vectors import VectorCache, encode, normalise
+from .vectors import AnsweredAnn, VectorCache, encode, normalise
 from .vectors import nearest as exact_nearest
 
 LABELS = {str(t): str(t).upper() for t in EdgeType}  # edge type → relationship type
@@ -811,25 +811,19 @@ def ann_label(model: str, dim: int) -> str:
     return f"{ANN_PREFIX}{dim}_{hashlib.sha1(model.encode()).hexdigest()[:12]}"
 
 
-class CypherAnn:
-    """Recall's view of a database HNSW index (`store.base.AnnSearch`): keys are positions in the answers this
-    object has given; cosines are exact, from the insights' own vectors."""
+class CypherAnn(AnsweredAnn):
+    """The database's HNSW index over a node type per (model, dim); cosines are exact, from the insights' own
+    vectors."""
 
     def __init__(self, store: CypherStore, model: str, dim: int, label: str) -> None:
-        self.store, self.model, self.dim, self.label = store, model, dim, label
-        self._ids: list[str] = []
+        super().__init__(model, dim)
+        self.store, self.label = store, label
 
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         rows = self.store._q(self.store.dialect.ann_query(self.label),
                              {"q": np.asarray(query, dtype=np.float32).tolist(), "k": int(k)})
         rows.sort(key=lambda r: (r[1], r[0]))
-        start = len(self._ids)
-        self._ids.extend(r[0] for r in rows)
-        return (np.arange(start, start + len(rows), dtype=np.int64),
-                np.array([1.0 - r[1] for r in rows], dtype=np.float32))
-
-    def ids(self, keys: np.ndarray) -> list[str | None]:
-        return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
+        return [(r[0], 1.0 - r[1]) for r in rows]
 
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         out = np.full(len(ids), np.nan, dtype=np.float32)
@@ -844,9 +838,6 @@ class CypherAnn:
             if id_ in found:
                 out[n] = found[id_]
         return out
-
-    def stale(self) -> bool:
-        return False  # the index follows every write
 
 
 def _at(end: str, rel: str = "<rel>") -> str:

@@ -31,7 +31,7 @@ from ..errors import MissingExtraError, StoreError
 from ..models import Insight
 from . import base
 from .base import DumpRow, Store
-from .vectors import VectorCache, encode, normalise
+from .vectors import AnsweredAnn, VectorCache, encode, normalise
 from .vectors import nearest as exact_nearest
 
 SCHEMES = ("milvus://", "http://", "https://")
@@ -207,21 +207,15 @@ class MilvusVectors:
         self._wrote()
 
 
-class _Ann:
-    """Recall's view of Milvus's index over (model, dim) (`store.base.AnnSearch`)."""
+class _Ann(AnsweredAnn):
+    """Milvus's index over (model, dim)."""
 
     def __init__(self, store: WithVectors, model: str, dim: int) -> None:
-        self.store, self.model, self.dim = store, model, dim
-        self._ids: list[str] = []
+        super().__init__(model, dim)
+        self.store = store
 
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.store.nearest(self.model, query, k)
-        start = len(self._ids)
-        self._ids.extend(r[0] for r in rows)
-        return np.arange(start, start + len(rows), dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float32)
-
-    def ids(self, keys: np.ndarray) -> list[str | None]:
-        return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
+    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self.store.nearest(self.model, query, k)
 
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         out = np.full(len(ids), np.nan, dtype=np.float32)
@@ -232,9 +226,6 @@ class _Ann:
             if got is not None and got[0] == self.model and got[1].shape[0] == self.dim and got[2]:
                 out[n] = float(normalise(got[1]) @ q)
         return out
-
-    def stale(self) -> bool:
-        return False  # Milvus indexes every write
 
 
 class WithVectors:

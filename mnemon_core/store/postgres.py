@@ -52,7 +52,7 @@ from .gindex import IndexRow
 from .sql import (
     EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, oplog_trim, where,
 )
-from .vectors import VectorCache
+from .vectors import AnsweredAnn, VectorCache
 
 SCHEMA_PREFIX = "mnemon_"
 MAX_IDENT_BYTES = 63  # Postgres NAMEDATALEN - 1
@@ -382,25 +382,15 @@ class _Tx:
         self.touched: set[str] = set()
 
 
-class _PgAnn:
-    """Recall's view of a (model, dim) HNSW index (`store.base.AnnSearch`): keys are positions in the
-    answers this object has given."""
+class _PgAnn(AnsweredAnn):
+    """pgvector's HNSW index over (model, dim)."""
 
     def __init__(self, store: PostgresStore, model: str, dim: int) -> None:
-        self.store, self.model, self.dim = store, model, dim
-        self._ids: list[str] = []
+        super().__init__(model, dim)
+        self.store = store
 
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.store.nearest(self.model, query, k)
-        start = len(self._ids)
-        self._ids.extend(r[0] for r in rows)
-        return np.arange(start, start + len(rows), dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float32)
-
-    def ids(self, keys: np.ndarray) -> list[str | None]:
-        return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
-
-    def stale(self) -> bool:
-        return False  # the HNSW index follows every write
+    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return self.store.nearest(self.model, query, k)
 
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         """Exact cosine with the stored vector of each id (NaN without an active one of this model and dim)."""

@@ -125,6 +125,31 @@ class VectorCache:
         return self._snapshot
 
 
+class AnsweredAnn:
+    """Recall's view (`store.base.AnnSearch`) of a database's own nearest-neighbour index (pgvector, Kùzu,
+    Milvus): keys are positions in the answers this object has given. A backend says how to ask (`_nearest`:
+    (id, cosine) pairs, best first) and how to read exact cosines (`cosines`)."""
+
+    def __init__(self, model: str, dim: int) -> None:
+        self.model, self.dim = model, dim
+        self._ids: list[str] = []
+
+    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._nearest(query, k)
+        start = len(self._ids)
+        self._ids.extend(r[0] for r in rows)
+        return np.arange(start, start + len(rows), dtype=np.int64), np.array([r[1] for r in rows], dtype=np.float32)
+
+    def ids(self, keys: np.ndarray) -> list[str | None]:
+        return [self._ids[int(k)] if 0 <= int(k) < len(self._ids) else None for k in keys.tolist()]
+
+    def stale(self) -> bool:
+        return False  # the database indexes every write
+
+
 def nearest(store: Vectors, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
     """`Vectors.nearest` from the store's ANN index where one serves, else exactly from its matrix."""
     vec = np.asarray(vector, dtype=np.float32)
