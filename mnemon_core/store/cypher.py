@@ -815,9 +815,11 @@ class CypherAnn(AnsweredAnn):
     """The database's HNSW index over a node type per (model, dim); cosines are exact, from the insights' own
     vectors."""
 
+    store: CypherStore
+
     def __init__(self, store: CypherStore, model: str, dim: int, label: str) -> None:
-        super().__init__(model, dim)
-        self.store, self.label = store, label
+        super().__init__(store, model, dim)
+        self.label = label
 
     def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         rows = self.store._q(self.store.dialect.ann_query(self.label),

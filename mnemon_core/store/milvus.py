@@ -210,12 +210,7 @@ class MilvusVectors:
 class _Ann(AnsweredAnn):
     """Milvus's index over (model, dim)."""
 
-    def __init__(self, store: WithVectors, model: str, dim: int) -> None:
-        super().__init__(model, dim)
-        self.store = store
-
-    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.store.nearest(self.model, query, k)
+    store: WithVectors
 
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         out = np.full(len(ids), np.nan, dtype=np.float32)

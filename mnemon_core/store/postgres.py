@@ -385,12 +385,7 @@ class _Tx:
 class _PgAnn(AnsweredAnn):
     """pgvector's HNSW index over (model, dim)."""
 
-    def __init__(self, store: PostgresStore, model: str, dim: int) -> None:
-        super().__init__(model, dim)
-        self.store = store
-
-    def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        return self.store.nearest(self.model, query, k)
+    store: PostgresStore
 
     def cosines(self, ids: list[str], query: np.ndarray) -> np.ndarray:
         """Exact cosine with the stored vector of each id (NaN without an active one of this model and dim)."""

@@ -7,7 +7,7 @@ writes from another process are seen on the next query at the cost of the change
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -127,15 +127,15 @@ class VectorCache:
 
 class AnsweredAnn:
     """Recall's view (`store.base.AnnSearch`) of a database's own nearest-neighbour index (pgvector, Kùzu,
-    Milvus): keys are positions in the answers this object has given. A backend says how to ask (`_nearest`:
-    (id, cosine) pairs, best first) and how to read exact cosines (`cosines`)."""
+    Milvus): keys are positions in the answers this object has given. It asks the store's `nearest` ((id,
+    cosine) pairs, best first) unless a backend says otherwise (`_nearest`); each reads exact cosines its way."""
 
-    def __init__(self, model: str, dim: int) -> None:
-        self.model, self.dim = model, dim
+    def __init__(self, store: Any, model: str, dim: int) -> None:
+        self.store, self.model, self.dim = store, model, dim
         self._ids: list[str] = []
 
     def _nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        raise NotImplementedError
+        return self.store.nearest(self.model, query, k)  # type: ignore[no-any-return]
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         rows = self._nearest(query, k)
