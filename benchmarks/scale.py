@@ -508,13 +508,18 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     if rem:
         ax.plot([r["n"] for r in rem], [r["remember_p50"] for r in rem], "^-", label="remember p50")
     ax.plot([1e4, 1e6], [5, 50], "k*", markersize=12, label="targets (5 ms @ 10k, 50 ms @ 1M)")
+    _log_axes(fig, ax, path, "insights in the store", "mnemon latency against store size (SQLite, 384-d vectors)", 8)
+
+
+def _log_axes(fig: Any, ax: Any, path: Path, xlabel: str, title: str, legend_size: int) -> None:
+    """Both axes logarithmic, in ms against store size; the figure saved."""
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("insights in the store")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("ms")
-    ax.set_title("mnemon latency against store size (SQLite, 384-d vectors)")
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=legend_size)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -540,15 +545,8 @@ def plot_index(rows: list[dict[str, Any]], path: Path) -> None:
     for key, style, label in (("index", "^-", "remember CPU p50, index"), ("store", "v--", "remember CPU p50, store")):
         ax.plot([r["n"] for r in rem], [r["remember_cmp"][key]["cpu_p50"] for r in rem], style, label=label)
     ax.plot([1e4, 1e5, 1e6], [5, 15, 50], "k*", markersize=12, label="recall targets (5 / 15 / 50 ms)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("insights in the store (built by import)")
-    ax.set_ylabel("ms")
-    ax.set_title("mnemon with the graph index file (SQLite, 384-d vectors)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    _log_axes(fig, ax, path, "insights in the store (built by import)",
+              "mnemon with the graph index file (SQLite, 384-d vectors)", 7)
 
 
 def main() -> None:
