@@ -5,8 +5,9 @@ Each fold holds half of each benchmark: LoCoMo's conversations halved in file or
 always split them), BEAM's chats alternately (1, 3, 5, … / 2, 4, 6, …: the first five dev chats have three
 batches, the last five five). The objective is the mean R@10 over the fold's benchmarks and modes, so each counts
 the same however many questions it has. The weights with vectors are the no-vector weights (LoCoMo's
-cross-validated set, `locomo.py --fit`) scaled by 1 - share with `share` on similarity; a grid of shares and
-reply factors (`SHARES`, `REPLIES`, and the shipped set) is scored once per conversation, the best on one fold
+cross-validated set, `locomo.py --fit`) scaled by 1 - share with `share` on similarity; a grid of shares, reply
+factors and similarity terms (`SHARES`, `REPLIES`, `SIMILARITIES`: the calibrated cosine or the cosine relative
+to the query's nearest, and the shipped set) is scored once per conversation, the best on one fold
 is tested on the other, and the best on everything is the shipped set (`HYBRID_WEIGHTS`,
 `REPLY_SOURCE_FACTOR` in `mnemon_core/recall/constants.py`). Nothing is fitted per benchmark or per question.
 (A grid, not `locomo.fit`'s coordinate ascent over every weight: on a shared two-core machine one ascent over
@@ -46,18 +47,22 @@ def folds(locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation]) -> t
 # The grid: the weights with vectors are the no-vector weights (fitted on LoCoMo, `locomo.py --fit`) scaled by
 # 1 - share, with `share` on similarity, so both modes rank by one weight set; the share and the reply factor
 # are the values searched.
-SHARES = (0.1, 0.15, 0.2, 0.3)
+SHARES = (0.1, 0.15, 0.2, 0.25, 0.3)
 REPLIES = (0.6, 0.8)
+SIMILARITIES = ("relative", "cosine")  # the rerank's similarity term (RecallConfig.similarity)
 
 
-def candidates(shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES) -> list[L.Fitted]:
-    """Every (similarity share, reply factor) of the grid as a fitted set, the shipped one first."""
+def candidates(shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES,
+               similarities: Sequence[str] = SIMILARITIES) -> list[L.Fitted]:
+    """Every (similarity share, reply factor, similarity term) of the grid as a fitted set, the shipped one
+    first."""
     shipped = L.Fitted.shipped()
     nv = shipped.no_vectors
     out = [shipped]
     for share in shares:
         vectors = L._normalised([nv[0] * (1 - share), nv[1] * (1 - share), share, nv[3] * (1 - share)])
-        out += [dataclasses.replace(shipped, vectors=vectors, reply=r) for r in replies]
+        out += [dataclasses.replace(shipped, vectors=vectors, reply=r, similarity=sim)
+                for sim in similarities for r in replies]
     return list(dict.fromkeys(out))
 
 
@@ -108,9 +113,9 @@ def cross_validate(
                         table[(conv.sample_id, kind, i)] = (s.n, s.at(10) * s.n)
                 seen.setdefault(key, i)
                 print(f"  {kind} {cand}: {_objective(table, everything, [kind], i):.4f}", file=log)
-    head = ["fitted on", "tested on", "weights with vectors (kw, ent, sim, graph)", "reply",
+    head = ["fitted on", "tested on", "weights with vectors (kw, ent, sim, graph)", "similarity", "reply",
             *(f"{bench} {kind.split('-')[1]}: fitted / shipped" for kind in kinds for bench in everything)]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | ---: |" + " ---: |" * 2 * len(kinds)]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: |" + " ---: |" * 2 * len(kinds)]
 
     def names(part: Benchmarks) -> str:
         return ", ".join(c.sample_id for convs in part.values() for c in convs)
@@ -119,7 +124,8 @@ def cross_validate(
         best = max(range(len(cands)), key=lambda i: (_objective(table, train, kinds, i), -i))
         got = cands[best]
         cells = ["all", "all (in sample)"] if train is everything else [names(train), names(test)]
-        cells += [str(got.vectors) if "mnemon-local" in kinds else "-", f"{got.reply:.2f}"]
+        local = "mnemon-local" in kinds
+        cells += [str(got.vectors) if local else "-", got.similarity if local else "-", f"{got.reply:.2f}"]
         for kind in kinds:
             fitted, shipped = _fold_r10(table, test, kind, best), _fold_r10(table, test, kind, 0)
             cells += [f"{fitted[n]:.3f} / {shipped[n]:.3f}" if n in fitted else "-" for n in everything]

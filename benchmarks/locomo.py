@@ -741,6 +741,7 @@ class Fitted:
     no_vectors: tuple[float, float, float, float]  # similarity 0
     decay: float
     reply: float  # score factor of a message whose source is "assistant"
+    similarity: str = "relative"  # the rerank's similarity term: "relative" or "cosine" (RecallConfig)
 
     @classmethod
     def shipped(cls) -> Fitted:
@@ -748,7 +749,8 @@ class Fitted:
 
         intent = next(iter(HYBRID.rerank_weights))
         return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
-                   HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0))  # type: ignore[union-attr]
+                   HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0),  # type: ignore[union-attr]
+                   HYBRID.similarity)
 
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
@@ -761,6 +763,7 @@ class Fitted:
             "rerank_weights": table(self.vectors), "rerank_weights_no_vectors": table(self.no_vectors),
             "flow": HYBRID.flow.model_copy(update={"decay": self.decay}),  # type: ignore[union-attr]
             "source_factor": {**HYBRID.source_factor, "assistant": self.reply},
+            "similarity": self.similarity,
         })
 
 

@@ -166,8 +166,10 @@ def test_fitted_shipped_is_the_hybrid_recipe() -> None:
         for vectors in (True, False):
             assert config.weights(intent, vectors) == pytest.approx(HYBRID.weights(intent, vectors))
     assert config.flow == HYBRID.flow and config.source_factor == HYBRID.source_factor
-    changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25).config()
+    assert config.similarity == HYBRID.similarity == "relative"
+    changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25, "cosine").config()
     assert changed.flow.decay == 0.5 and changed.source_factor == {"assistant": 0.25}
+    assert changed.similarity == "cosine"
 
 
 def test_fit_grid_mixes_the_no_vector_weights_with_a_similarity_share() -> None:
@@ -176,9 +178,11 @@ def test_fit_grid_mixes_the_no_vector_weights_with_a_similarity_share() -> None:
     shipped = L.Fitted.shipped()
     cands = F.candidates((0.2,), (0.7,))
     nv = shipped.no_vectors
-    assert cands[0] == shipped and len(cands) == 2
-    assert cands[1].vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)
-    assert cands[1].no_vectors == nv and cands[1].reply == 0.7 and cands[1].decay == shipped.decay
+    assert cands[0] == shipped and len(cands) == 3
+    for cand, sim in zip(cands[1:], ("relative", "cosine")):
+        assert cand.vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)
+        assert cand.no_vectors == nv and cand.reply == 0.7 and cand.decay == shipped.decay
+        assert cand.similarity == sim
 
 
 def test_fit_objective_counts_each_benchmark_the_same() -> None:

@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from mnemon_core import Memory
 from mnemon_core.errors import ValidationError
 from mnemon_core.models import Edge, Insight
 from mnemon_core.recall.config import HYBRID, SPEC, recipe
+from mnemon_core.recall.intent import detect_intent
+from mnemon_core.recall.pipeline import scope_of, smart_recall, vector_input
 from mnemon_core.text import tokens_of
 from mnemon_core.timeutil import iso
 
@@ -357,3 +362,81 @@ def test_cli_an_imported_chat_answers_with_the_users_statement(tmp_path: Path) -
     out = run_cli("recall", "What is the dashboard API response time?", "--limit", "2")
     assert [h["content"][:28] for h in out.json()["results"]] == [
         "user: Dashboard API response", "user: The dashboard API resp"]
+
+
+# ---------------------------------------------------------------- the similarity term relative to the nearest
+
+
+def test_relative_similarity_is_one_at_the_nearest_and_zero_at_the_floor() -> None:
+    from mnemon_core.recall.pipeline import relative_similarity
+
+    got = relative_similarity(np.array([0.9, 0.6, 0.3, 0.1, 0.0]), 0.1, 0.9)
+    assert got.tolist() == pytest.approx([1.0, 0.625, 0.25, 0.0, 0.0])
+    # One memory above the floor, or all at one cosine: the nearest is 1, the rest 0.
+    assert relative_similarity(np.array([0.5, 0.2]), 0.5, 0.5).tolist() == [1.0, 0.0]
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30), st.floats(0, 1), st.floats(0, 1))
+def test_relative_similarity_keeps_the_order_within_zero_and_one(cos: list[float], floor: float, best: float) -> None:
+    from mnemon_core.recall.pipeline import relative_similarity
+
+    x = np.array(cos)
+    got = relative_similarity(x, floor, best)
+    assert np.all((got >= 0) & (got <= 1))
+    order = np.argsort(x, kind="stable")
+    assert np.all(np.diff(got[order]) >= 0)  # a nearer memory never scores lower
+
+
+def _vector_store(mem: Memory, cosines: dict[str, float]) -> None:
+    """Insights whose vectors have these cosines with the query vector [1, 0, 0, 0] (identity calibration)."""
+    for i, (id_, c) in enumerate(cosines.items()):
+        put(mem, id_, f"note {id_} on gardening", i)
+        mem.store.set_vector(id_, np.array([c, (1 - c * c) ** 0.5, 0, 0], dtype=np.float32), "fake/4")
+
+
+def test_hybrid_scores_the_cosine_relative_to_the_querys_nearest(data_dir: Path) -> None:
+    from test_recall import PresetEmbedder
+
+    from mnemon_core.embed import Calibration
+
+    query = "where does the cache live"
+    emb = PresetEmbedder({query: [1.0, 0.0, 0.0, 0.0]}, Calibration(0.0, 1.0))
+    with Memory(embedder=emb) as mem:
+        # Fewer memories above the vector threshold (0.1) than anchors per signal: the floor is the threshold.
+        _vector_store(mem, {"a": 0.9, "b": 0.6, "c": 0.3})
+        r = mem.recall(query, verbose=True, limit=3)
+        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True)
+        for h in r.results:
+            s = h.signals
+            relative = (s.similarity - 0.1) / (0.9 - 0.1)
+            assert h.score == pytest.approx(kw * s.keyword + ent * s.entity + sim * relative + graph * s.graph)
+        assert {h.insight.id: h.signals.similarity for h in r.results} == pytest.approx({"a": 0.9, "b": 0.6, "c": 0.3})
+        assert [h.insight.id for h in r.results] == ["a", "b", "c"]
+        # The named option `cosine` scores the calibrated cosine itself.
+        vectors = vector_input(mem.store, "fake/4", emb.embed(query, query=True), emb.calibration)
+        out = smart_recall(mem.store, query, intent=detect_intent(query), intent_source="auto", limit=3,
+                           scope=scope_of(None, None), vectors=vectors,
+                           config=HYBRID.model_copy(update={"similarity": "cosine"}))
+        for h in out.results:
+            assert h.score == pytest.approx(kw * h.keyword + ent * h.entity + sim * h.similarity + graph * h.graph)
+
+
+def test_the_floor_is_the_cosine_of_the_last_vector_anchor(data_dir: Path) -> None:
+    from test_recall import PresetEmbedder
+
+    from mnemon_core.embed import Calibration
+
+    query = "where does the cache live"
+    emb = PresetEmbedder({query: [1.0, 0.0, 0.0, 0.0]}, Calibration(0.0, 1.0))
+    k = HYBRID.anchor_top_k
+    cos = {f"m{i:03d}": round(0.95 - i * 0.005, 3) for i in range(k + 20)}  # 0.95 down to 0.355
+    with Memory(embedder=emb) as mem:
+        _vector_store(mem, cos)
+        r = mem.recall(query, verbose=True, limit=5)
+        floor = cos[f"m{k - 1:03d}"]
+        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True)
+        for h in r.results:
+            s = h.signals
+            relative = max(0.0, (s.similarity - floor) / (0.95 - floor))
+            assert h.score == pytest.approx(kw * s.keyword + ent * s.entity + sim * relative + graph * s.graph)
+        assert [h.insight.id for h in r.results] == [f"m{i:03d}" for i in range(5)]

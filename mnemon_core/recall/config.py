@@ -108,6 +108,11 @@ class RecallConfig(BaseModel):
         default="beam", description="beam: the spec's additive beam-search score; flow: relevance from neighbours"
     )
     flow: Flow | None = Field(default=None, description="the flow's reach (graph = flow)")
+    similarity: Literal["cosine", "relative"] = Field(
+        default="cosine", description="the rerank's similarity term — cosine: the calibrated cosine; relative: "
+        "the cosine between the query's nearest memory (1) and its anchor_top_k-th nearest (0), as BM25 is "
+        "relative to the query's best (pipeline.py)"
+    )
     source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
     confidence: Literal["score", "evidence"] = Field(
         default="score", description="score: from the rounded score; evidence: how much of the query's terms "
@@ -145,6 +150,7 @@ HYBRID = RecallConfig(
     edge_weights={i: dict(w) for i, w in C.FLOW_EDGE_WEIGHTS.items()},
     rerank_weights=_all_intents(*C.HYBRID_WEIGHTS),
     rerank_weights_no_vectors=_all_intents(*C.HYBRID_WEIGHTS_NO_VECTORS),
+    similarity="relative",
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
     update_margin=C.UPDATE_MARGIN,

@@ -80,7 +80,7 @@ HYBRID_ANCHOR_TOP_K = 100
 # two-fold cross-validation on the LoCoMo dev conversations; with vectors: the same weights × (1 - 0.1) and 0.1 on
 # similarity, the share chosen by cross-validation over LoCoMo and BEAM (benchmarks/fit.py; RESULTS.md, "BEAM").
 HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
-HYBRID_WEIGHTS = (0.4013, 0.2257, 0.1, 0.273)
+HYBRID_WEIGHTS = (0.3567, 0.2006, 0.2, 0.2426)
 # Evidence confidence (evidence.py): the weighted share of the query's terms and entities a result holds.
 # At least this share is "high", at least the medium share (or a calibrated cosine of at least
 # CONFIDENCE_MIN_SIMILARITY: a paraphrase) "medium", anything less "low", whatever the score.

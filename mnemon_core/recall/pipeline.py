@@ -77,6 +77,7 @@ class _Signals(NamedTuple):
     entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
     cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
+    similarity_range: tuple[float, float] | None  # (floor, best) of the `relative` similarity term, else None
     entity_keys: list[str]  # the query's entities (lower-case), sources it names included
     entity_posts: list[np.ndarray]  # of each: the nodes naming it (or said by it), sorted
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
@@ -196,7 +197,23 @@ def _signals(
         {VIA_KEYWORD: keyword_rank, VIA_VECTOR: vector_rank, VIA_TIME: time_rank, VIA_ENTITY: entity_rank},
         config.rrf_k,
     )
-    return _Signals(anchors, keyword, entity, cosines, cosine_of, entities, entity_posts, term_nodes)
+    similarity_range = None
+    if config.similarity == "relative" and vector_rank and cosine_of is not None:
+        # The nearest memory's cosine and the k-th nearest's (fewer than k above the threshold: the threshold).
+        ends = cosine_of(view.intern([vector_rank[0], vector_rank[-1]]))
+        floor = float(ends[1]) if len(vector_rank) >= k else config.vector_min_cos
+        similarity_range = (floor, float(ends[0]))
+    return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
+                    term_nodes)
+
+
+def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.ndarray:
+    """The cosine on the scale of the query's own nearest memories: 1 at the nearest, 0 at the floor and
+    below. A calibrated cosine's spread differs by model and query — a long message is close to most queries —
+    so, like BM25 over the query's best, the term says how near a memory is compared with the nearest."""
+    if best <= floor:
+        return (cosine >= best).astype(np.float64)
+    return np.clip((cosine - floor) / (best - floor), 0.0, 1.0)
 
 
 # Candidates asked of the ANN index per anchor slot (more when a scope rejects some).
@@ -380,27 +397,28 @@ def _run_flow(
     # which project it names) is shared by too many neighbours to pass on (measured: docs/recall.md).
     said = w_kw + w_sim
 
-    def signals(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(keyword, entity, similarity, relevance) of nodes; relevance = keyword and similarity weighted,
-        scaled to [0, 1]: what the flow passes on."""
+    def signals(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(keyword, entity, similarity, its rerank term, relevance) of nodes; relevance = keyword and
+        similarity terms weighted, scaled to [0, 1]: what the flow passes on."""
         kw = _lookup(*sig.keyword, nodes)
         ent = _lookup(*sig.entity, nodes)
         sim = np.maximum(0.0, cosine_of(nodes)) if cosine_of is not None else np.zeros(nodes.shape[0])
-        rel = (w_kw * kw + w_sim * sim) / said if said > 0 else np.zeros(nodes.shape[0])
-        return kw, ent, sim, rel
+        term = relative_similarity(sim, *sig.similarity_range) if sig.similarity_range is not None else sim
+        rel = (w_kw * kw + w_sim * term) / said if said > 0 else np.zeros(nodes.shape[0])
+        return kw, ent, sim, term, rel
 
     anchor_nodes = view.intern([a.id for a in sig.anchors])
     phi_by_type = config.phi(intent)
     phi = np.array([phi_by_type.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
     sub = np.array([config.flow.sub_type_factor.get(t, 1.0) for t in SUB_TYPES], dtype=np.float64)
     flowed = relevance_flow(
-        anchor_nodes, signals(anchor_nodes)[3], _Scoped(view, scope), phi, sub,
+        anchor_nodes, signals(anchor_nodes)[4], _Scoped(view, scope), phi, sub,
         hops=config.flow.hops, decay=config.flow.decay, expand=config.flow.expand,
     )
     nodes = flowed.nodes
-    kw, ent, sim, _ = signals(nodes)
+    kw, ent, sim, term, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
-    score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, sim, flowed.graph, superseded, config.superseded_factor)
+    score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
     prior = source_factor(view, nodes, config.source_factor)
     if prior is not None:
         score = score * prior
