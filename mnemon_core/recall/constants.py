@@ -77,10 +77,11 @@ UPDATE_MIN_OVERLAP = 0.5
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
 HYBRID_ANCHOR_TOP_K = 100
 # Rerank weights (keyword, entity, similarity, graph), the same for every intent. Without vectors: fitted by
-# two-fold cross-validation on the LoCoMo dev conversations; with vectors: the same weights × (1 - 0.1) and 0.1 on
-# similarity, the share chosen by cross-validation over LoCoMo and BEAM (benchmarks/fit.py; RESULTS.md, "BEAM").
+# two-fold cross-validation on the LoCoMo dev conversations; with vectors: the same weights × (1 - 0.25) and 0.25
+# on similarity (the `relative` term: RecallConfig.similarity), the share and the term chosen by cross-validation
+# over LoCoMo and BEAM (benchmarks/fit.py; RESULTS.md, "BEAM").
 HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
-HYBRID_WEIGHTS = (0.3567, 0.2006, 0.2, 0.2426)
+HYBRID_WEIGHTS = (0.3344, 0.1881, 0.25, 0.2275)
 # Evidence confidence (evidence.py): the weighted share of the query's terms and entities a result holds.
 # At least this share is "high", at least the medium share (or a calibrated cosine of at least
 # CONFIDENCE_MIN_SIMILARITY: a paraphrase) "medium", anything less "low", whatever the score.
