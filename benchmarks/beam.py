@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/beam.py` as well as `python 
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import locomo as L
-from mnemon_core.embed.local import LocalEmbedder
+from mnemon_core.embed.local import E5_MAX_WINDOWS, LocalEmbedder
 from mnemon_core.faces import chunks
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev.json"
@@ -272,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--import-speed", type=int, nargs="?", const=0, default=None, metavar="MESSAGES",
                    help="import time of the first chat (its first MESSAGES) with the local embedder, before/after "
                    "windows")
+    p.add_argument("--windows", type=int, default=E5_MAX_WINDOWS, metavar="N",
+                   help="e5 windows (512 tokens) pooled per message for dense and mnemon-local (default %(default)s)")
     args = p.parse_args(argv)
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.chats.split(",") if c.strip()]
@@ -287,7 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         kinds = [r for r in rankers if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
         print(L.ablation_markdown(L.ablate(chats, kinds, store_dir=store_dir, seed=args.seed), command, ABILITIES))
         return 0
-    result = L.run(chats, rankers, store_dir=store_dir, seed=args.seed)
+    if args.windows < 1:
+        p.error("--windows takes a whole number >= 1")
+    result = L.run(chats, rankers, store_dir=store_dir, seed=args.seed, windows=args.windows)
     print(L.markdown(result, command, ABILITIES, ASKED))
     print(ability_markdown(result))
     print(update_markdown(result, chats))

@@ -457,13 +457,14 @@ class Run:
 
 def run(
     convs: Sequence[Conversation], rankers: Sequence[str], *, store_dir: Path | None = None, seed: int = 0,
-    log: Any = sys.stderr,
+    log: Any = sys.stderr, windows: int = E5_MAX_WINDOWS,
 ) -> Run:
+    """Every ranker on every question; `windows`: e5 windows pooled per text for the vector rankers."""
     unknown = [r for r in rankers if r not in RANKERS]
     if unknown:
         raise ValueError(f"unknown ranker(s) {', '.join(unknown)}; valid: {', '.join(RANKERS)}")
     needs_vectors = any(r in ("dense", "rrf", "rrf-dense0.5", "mnemon-local") for r in rankers)
-    embedder = CachedLocalEmbedder() if needs_vectors else None
+    embedder = CachedLocalEmbedder(max_windows=windows) if needs_vectors else None
     tmp = None
     if store_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="mnemon-locomo-")
