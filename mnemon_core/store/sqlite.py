@@ -276,9 +276,16 @@ def _m009_graph_log(db: sqlite3.Connection) -> None:
                (int.from_bytes(os.urandom(7), "little"),))
 
 
+def _m010_prune_grace_index(db: sqlite3.Connection) -> None:
+    """Auto-prune runs on every remember over capacity and takes only insights stored before the grace period.
+    Through the (deleted_at, importance) index it read and sorted every non-immune insight, even when none was
+    old enough (5 ms a remember at 10k insights freshly imported); by the grace expression it reads only those."""
+    db.execute("CREATE INDEX IF NOT EXISTS idx_prune_grace ON insights(deleted_at, COALESCE(stored_at, created_at))")
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
-    _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests, _m009_graph_log,
+    _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests, _m009_graph_log, _m010_prune_grace_index,
 ]
 
 
