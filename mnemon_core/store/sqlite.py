@@ -696,11 +696,16 @@ class SQLiteStore(SQLStore):
         (model, dim): usearch installed, the file built, at least `ANN_MIN_ROWS` vectors. None: exact scan."""
         with self._lock:
             idx = self._ann.get((model, dim))
-            if idx is None or not idx.open() or idx.size() < base.ANN_MIN_ROWS:
-                idx = ann.usable(self.db, self.path, model, dim, base.ANN_MIN_ROWS)
-                if idx is not None:
-                    self._ann[(model, dim)] = idx
-            return idx
+            if idx is None:
+                if not ann.available():
+                    return None
+                # Kept while unusable too: a small store asks on every recall and remember, and making one
+                # (the module lookup, the path's hash) costs more than the stat `open` repeats.
+                idx = self._ann[(model, dim)] = ann.AnnIndex(self.db, self.path, model, dim)
+            try:
+                return idx if idx.open() and idx.size() >= base.ANN_MIN_ROWS else None
+            except (OSError, ValueError, RuntimeError):  # unreadable or foreign: the exact scan still works
+                return None
 
     def maintain_vector_index(self, model: str, dim: int) -> int:
         """Build or refresh the HNSW file when usearch is installed and the model has `ANN_MIN_ROWS` vectors;
