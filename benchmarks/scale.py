@@ -308,6 +308,48 @@ def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
     return out
 
 
+def ann_vs_exact(n: int, count: int = 200, warmup: int = 100, ann_min: int = 50_000) -> dict[str, Any]:
+    """Warm recall with the HNSW index serving the vector signal (`ANN_MIN_ROWS` lowered to `ann_min`, the file
+    built first: `ann_measure`) against the exact scan, two Memory objects on one store, the queries alternated:
+    CPU p50/p95 of each, and how many result lists are identical (ids and order) or overlap in their top 10."""
+    from mnemon_core import Memory
+    from mnemon_core.store import base
+
+    d = data_dir(n)
+    emb = synth.PresetEmbedder()
+    texts = preset(emb, n, warmup + count, seed=n)
+    mems = {"exact": Memory(data_dir=d, store="default", embedder=emb),
+            "ann": Memory(data_dir=d, store="default", embedder=emb)}
+
+    def run(k: str, q: str) -> tuple[float, list[str]]:
+        base.ANN_MIN_ROWS = ann_min if k == "ann" else ANN_MIN_ROWS
+        try:
+            c = time.process_time()
+            r = mems[k].retrieve(q)
+            return (time.process_time() - c) * 1000, [h.insight.id for h in r.results]
+        finally:
+            base.ANN_MIN_ROWS = ANN_MIN_ROWS
+
+    for q in texts[:warmup]:
+        for k in mems:
+            run(k, q)
+    cpu: dict[str, list[float]] = {k: [] for k in mems}
+    same, overlap = 0, []
+    for q in texts[warmup:]:
+        got = {}
+        for k in mems:
+            ms, got[k] = run(k, q)
+            cpu[k].append(ms)
+        same += got["exact"] == got["ann"]
+        top = got["exact"][:10]
+        overlap.append(len(set(top) & set(got["ann"][:10])) / max(1, len(top)))
+    for m in mems.values():
+        m.close()
+    return {"n": n, "queries": count, "identical": same, "overlap_at_10": float(np.mean(overlap)),
+            **{f"{k}_cpu_p50": synth.pct(v, 50) for k, v in cpu.items()},
+            **{f"{k}_cpu_p95": synth.pct(v, 95) for k, v in cpu.items()}}
+
+
 _FIRST_CHILD = """
 import json, sys, time
 sys.path.insert(0, {bench!r})
@@ -470,13 +512,15 @@ def ann_measure(n: int, count: int = 200) -> dict[str, float]:
     emb = synth.PresetEmbedder()
     texts = preset(emb, n, count, seed=n + 4)
     hits, exact_ms = [], []
-    mat = synth.vectors(n, OPTS)
+    store = SQLiteStore(db, readonly=True)
+    ids, mat = store.vector_matrix(synth.MODEL, synth.DIM)  # the store's own rows (import-built ids are uuids)
     for q, found in zip(texts, child["found"]):
         t = time.perf_counter()
         top = brute_top20(mat, emb.preset[q])
         exact_ms.append((time.perf_counter() - t) * 1000)
-        got = {int(i[:8]) for i in found if i is not None}  # synth ids open with the row index
-        hits.append(len(got & set(top.tolist())) / 20)
+        got = {i for i in found if i is not None}
+        hits.append(len(got & {ids[r] for r in top.tolist()}) / 20)
+    store.close()
     return {
         "ann_build_s": build_s, "ann_file_mb": idx.path.stat().st_size / 1e6, "ann_p50": synth.pct(child["lat"], 50),
         "ann_p95": synth.pct(child["lat"], 95), "ann_first_ms": child["first_ms"], "ann_rss_mb": child["rss_mb"],

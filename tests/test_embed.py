@@ -57,6 +57,20 @@ def test_calibration_rescales_and_clips() -> None:
         Calibration(low=0.9, high=0.9)
 
 
+_unit = st.floats(-1.0, 1.0, allow_nan=False)
+
+
+@given(_unit, st.floats(0.01, 1.0), st.lists(_unit, min_size=1, max_size=50), st.floats(-1.5, 1.5))
+def test_no_row_below_the_raw_floor_reaches_the_floor(low: float, width: float, raws: list[float],
+                                                       floor: float) -> None:
+    """The write path calibrates only rows at or above `raw_floor` (float32 rows, as the matrix holds them)."""
+    cal = Calibration(low=low, high=low + width)
+    raw = np.asarray(raws, dtype=np.float32)
+    reach = cal(raw) >= floor
+    assert not (reach & ~(raw >= cal.raw_floor(floor))).any()
+    assert cal.raw_floor(-1.0) == -np.inf
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Factory
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemon_core import Memory
-from mnemon_core.recall.graph import graph_view
+from mnemon_core.recall.graph import graph_view, tally
 from mnemon_core.store.journal import GraphJournal
 
 WORDS = ["redis", "cache", "deploy", "latency", "queue", "budget", "review", "schema", "agent", "graph"]
@@ -124,3 +125,20 @@ def test_the_journal_chains_own_commits_and_refuses_gaps() -> None:
     j.commit(8, 6)
     assert j.changes((7, 4), (8, 6)) is None and j.changes((7, 5), (8, 6)) == {"e"}
     assert j.changes(object(), (8, 6)) is None
+
+
+@given(st.lists(st.lists(st.integers(0, 300), unique=True), max_size=6), st.integers(0, 2**32 - 1))
+def test_tally_is_unique_with_counts_and_the_weighted_bincount(lists: list[list[int]], seed: int) -> None:
+    """Both ways of counting (bins for long postings, a sort for short ones) give np.unique's numbers, and the
+    weighted sums to the bit."""
+    posts = [np.asarray(sorted(p), dtype=np.int64) for p in lists] or [np.zeros(0, dtype=np.int64)]
+    rng = np.random.default_rng(seed)
+    weights = [rng.random(p.size) for p in posts]
+    values = np.concatenate(posts)
+    want_nodes, inverse, want_counts = np.unique(values, return_inverse=True, return_counts=True)
+    want_sums = np.bincount(inverse, weights=np.concatenate(weights), minlength=want_nodes.size)
+    nodes, counts = tally(posts)
+    assert nodes.tolist() == want_nodes.tolist() and counts.tolist() == want_counts.tolist()
+    nodes, sums = tally(posts, weights)
+    assert nodes.tolist() == want_nodes.tolist() and sums.tobytes() == want_sums.astype(np.float64).tobytes()
+

@@ -301,6 +301,9 @@ def test_sources_sessions_entities(filled: Store) -> None:
     assert s.top_entities(10) == [("Redis", 2), ("Postgres", 1)]
     assert s.top_entities(1) == [("Redis", 2)]
     assert s.count_by_category() == {"decision": 1, "fact": 2, "general": 1}
+    s.soft_delete(["c"], T2)  # the only insight naming Postgres: it is no longer a known entity
+    assert s.known_entities(["Postgres", "Redis", "Postgres"]) == {"Redis": "Redis"}
+    assert s.known_entities(["postgres", "redis"], casefold=True) == {"redis": "Redis"}
 
 
 # ---------------------------------------------------------------------------------------------- vectors

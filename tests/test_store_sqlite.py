@@ -36,6 +36,7 @@ def schema(path) -> dict[str, list[str]]:
     tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%fts%'")]
     out = {t: sorted(r[1] for r in db.execute(f"PRAGMA table_info({t})")) for t in sorted(tables)}
     out["indexes"] = sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'"))
+    out["triggers"] = sorted(r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"))
     db.close()
     return out
 
@@ -52,6 +53,7 @@ def test_old_file_and_blank_file_end_with_the_same_schema(tmp_path) -> None:
     assert s.db.execute("PRAGMA user_version").fetchone()[0] == 100 + len(MIGRATIONS)
     assert [e.edge_type for e in s.iter_edges()] == ["temporal"]  # narrative edges purged
     assert s.get_insight("b") is None and s.count_deleted() == 1  # narrative insights soft-deleted
+    assert s.count_active() == 1  # the counter starts from the migrated rows
     assert s.get_insight("a").stored_at == "2026-01-01T00:00:00Z"  # stored_at backfilled
     assert [h.id for h in s.token_hits({"qdrant"})] == ["a"]  # search tables backfilled
     assert s.with_entity("Qdrant", exclude="x", limit=5) == ["a"]
@@ -67,6 +69,30 @@ def test_migrations_are_numbered_without_gaps() -> None:
 def _insight(id_: str, content: str = "x") -> Insight:
     t = "2026-01-01T00:00:00Z"
     return Insight(id=id_, content=content, created_at=t, updated_at=t, stored_at=t)
+
+
+def test_the_active_counter_follows_every_write(tmp_path) -> None:
+    s = SQLiteStore(tmp_path / "t.db")
+
+    def counted() -> int:
+        return s.db.execute("SELECT count(*) FROM insights WHERE deleted_at IS NULL").fetchone()[0]
+
+    with s.transaction():
+        for i in range(4):
+            s.insert_insight(_insight(f"i{i}", f"c{i}"), {"x"})
+    assert s.count_active() == counted() == 4
+    s.soft_delete(["i0", "i1"], "2026-01-02T00:00:00Z")
+    assert s.count_active() == counted() == 2
+    s.soft_delete(["i1"], "2026-01-03T00:00:00Z")  # deleted again: still one fewer, not two
+    s.db.execute("UPDATE insights SET deleted_at = NULL WHERE id = 'i0'")  # restored by hand
+    s.db.execute("DELETE FROM insights WHERE id IN ('i1', 'i2')")  # one deleted row, one active
+    assert s.count_active() == counted() == 2
+    with pytest.raises(RuntimeError):
+        with s.transaction():
+            s.insert_insight(_insight("i9", "c9"), {"x"})
+            raise RuntimeError("rolled back")
+    assert s.count_active() == counted() == 2
+    s.close()
 
 
 def test_nested_transaction_rolls_back_inner_only(tmp_path) -> None:

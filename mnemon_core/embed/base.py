@@ -9,6 +9,7 @@ L2 normalisation, and error messages that never contain the API key.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -49,6 +50,10 @@ class EmbedderTimeoutError(EmbedderError):
     doing this (config.MAX_CONSECUTIVE_TIMEOUTS) instead of waiting out every text."""
 
 
+# In calibrated units: far above float32 rounding (1e-7), far below any rule's resolution.
+_RAW_FLOOR_MARGIN = 1e-4
+
+
 @dataclass(frozen=True)
 class Calibration:
     """A linear rescaling of cosine: `clip((raw - low) / (high - low), -1, 1)`.
@@ -75,6 +80,13 @@ class Calibration:
         if isinstance(raw, np.ndarray):
             return scaled.astype(raw.dtype if np.issubdtype(raw.dtype, np.floating) else np.float64)
         return float(scaled)
+
+    def raw_floor(self, floor: float) -> float:
+        """A raw cosine below which no calibrated value reaches `floor` (with a margin for the rounding of both
+        sides): a scan need only calibrate the rows at or above it. -inf where clipping lets any row reach it."""
+        if floor <= -1.0:
+            return -math.inf
+        return self.low + (floor - _RAW_FLOOR_MARGIN) * (self.high - self.low)
 
 
 IDENTITY = Calibration(low=0.0, high=1.0)

@@ -33,9 +33,29 @@ from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1
 from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
 from .traverse import Edges
 
-__all__ = ["EDGE_TYPES", "SUB_TYPES", "GraphView", "graph_view"]
+__all__ = ["EDGE_TYPES", "SUB_TYPES", "GraphView", "graph_view", "tally"]
 
 _views: weakref.WeakKeyDictionary[Store, GraphView] = weakref.WeakKeyDictionary()
+
+# Counting into one bin per node beats sorting the postings once they hold this share of the nodes' span.
+_TALLY_DENSITY = 1 / 8
+
+
+def tally(postings: Sequence[np.ndarray], weights: Sequence[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct nodes of the postings, sorted; how many of them hold each — or, with weights, the sum of
+    each one's weights in posting order): `np.unique(..., return_counts=True)` and its weighted twin, the same
+    numbers, in one pass over bins where the postings are long (a common token at 100k insights)."""
+    values = np.concatenate(postings).astype(np.int64, copy=False)
+    w = np.concatenate(weights) if weights is not None else None
+    if values.size == 0:
+        return values, (np.zeros(0, dtype=np.float64) if w is not None else np.zeros(0, dtype=np.int64))
+    span = int(values.max()) + 1
+    if values.size < span * _TALLY_DENSITY:
+        nodes, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+        return nodes, (np.bincount(inverse, weights=w, minlength=nodes.size) if w is not None else counts)
+    counts = np.bincount(values, minlength=span)
+    nodes = np.flatnonzero(counts)
+    return nodes, (np.bincount(values, weights=w, minlength=span)[nodes] if w is not None else counts[nodes])
 
 
 def graph_view(store: Store) -> GraphView:
@@ -528,7 +548,7 @@ class GraphView:
                 return None
             if not toks:
                 return [], []
-            nodes, hits = np.unique(np.concatenate(self.postings(toks)), return_counts=True)
+            nodes, hits = tally(self.postings(toks))
             if nodes.size == 0:
                 return [], []
             n0 = self._n0

@@ -28,7 +28,7 @@ from .config import SPEC, RecallConfig
 from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
 from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .flow import relevance_flow
-from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view
+from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
 from .prior import source_factor
 from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
@@ -279,8 +279,7 @@ def _bm25(
     """(nodes in scope holding ≥ 1 of the terms, their BM25 over the terms / the best of them)."""
     if not postings:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    nodes, inverse = np.unique(np.concatenate([p[0] for p in postings]), return_inverse=True)
-    score = np.bincount(inverse, weights=np.concatenate([p[1] for p in postings]), minlength=nodes.size)
+    nodes, score = tally([p[0] for p in postings], [p[1] for p in postings])
     if scope.category is not None or scope.source is not None:
         keep = view.scope_mask(nodes, scope)
         nodes, score = nodes[keep], score[keep]
@@ -306,7 +305,7 @@ def _shares(view: GraphView, postings: list[np.ndarray], scope: Filters) -> tupl
     """(nodes in scope holding ≥ 1 of the postings' keys, how many of them each holds / how many keys)."""
     if not postings:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    nodes, count = np.unique(np.concatenate(postings), return_counts=True)
+    nodes, count = tally(postings)
     if scope.category is not None or scope.source is not None:
         keep = view.scope_mask(nodes, scope)
         nodes, count = nodes[keep], count[keep]

@@ -254,17 +254,3 @@ class AnnIndex:
             ):
                 out[at[id_]] = float(normalise(decode(blob)) @ q)
         return out
-
-
-def usable(db: sqlite3.Connection, db_path: Path, model: str, dim: int, min_rows: int) -> AnnIndex | None:
-    """The index of (model, dim) if usearch is installed, its file exists and it holds at least `min_rows`
-    vectors; None means: use the exact scan."""
-    if not available():
-        return None
-    idx = AnnIndex(db, db_path, model, dim)
-    try:
-        if not idx.open() or idx.size() < min_rows:
-            return None
-    except (OSError, ValueError, RuntimeError):  # an unreadable or foreign file: the exact scan still works
-        return None
-    return idx

@@ -73,6 +73,14 @@ class Dialect:
         for chunk, marks in in_chunks(items, per or len(items)):
             yield f"IN ({marks})", list(chunk)
 
+    def rows_of(self, items: Sequence[str], per: int | None = None) -> Iterator[tuple[str, list[Any]]]:
+        """(a query of one text column `v` holding the items, its arguments), chunked as `any_of`."""
+        if self.arrays:
+            yield "SELECT unnest(?::text[])", [list(items)]
+            return
+        for chunk, _ in in_chunks(items, per or len(items)):
+            yield "VALUES " + ",".join("(?)" for _ in chunk), list(chunk)
+
 
 def where(filters: Filters, alias: str = "") -> tuple[str, list[Any]]:
     """The active rows in scope. `{u}` keeps these terms off SQLite's indexes: without ANALYZE stats it takes
@@ -260,12 +268,23 @@ class SQLStore(StoreDefaults):
     def known_entities(self, candidates: Collection[str], *, casefold: bool = False) -> dict[str, str]:
         """Which candidates are entities of an active insight: {candidate: stored spelling}."""
         cands = list(dict.fromkeys(c.lower() if casefold else c for c in candidates))
-        col = "entity_lower" if casefold else "entity"
         out: dict[str, str] = {}
+        if not casefold:
+            # The stored spelling is the candidate: whether one active insight names it is enough, and EXISTS
+            # stops at the first, where grouping read every row of a common entity (0.4 s at 100k insights,
+            # one in five naming it), on every remember.
+            for rows, args in self.dialect.rows_of(cands, 900):
+                for (ent,) in self._exec(
+                    f"WITH c(v) AS ({rows}) SELECT v FROM c WHERE EXISTS (SELECT 1 FROM {{s}}.insight_entities e "
+                    "JOIN {s}.insights i ON i.id = e.insight_id WHERE e.entity = c.v AND i.deleted_at IS NULL)",
+                    args,
+                ):
+                    out[ent] = ent
+            return out
         for match, args in self.dialect.any_of(cands, 900):
             for key, ent in self._exec(
-                f"SELECT e.{col}, min(e.entity) FROM {{s}}.insight_entities e JOIN {{s}}.insights i "
-                f"ON i.id = e.insight_id WHERE e.{col} {match} AND i.deleted_at IS NULL GROUP BY e.{col}",
+                "SELECT e.entity_lower, min(e.entity) FROM {s}.insight_entities e JOIN {s}.insights i "
+                f"ON i.id = e.insight_id WHERE e.entity_lower {match} AND i.deleted_at IS NULL GROUP BY e.entity_lower",
                 args,
             ):
                 out[key] = ent

@@ -30,9 +30,11 @@ def cosines(
     ids, mat = store.vector_matrix(model, int(vector.shape[0]))
     if not ids:
         return {}
-    cal = calibration(mat @ vector.astype(np.float32))
-    keep = np.flatnonzero(cal >= floor)
-    return {ids[i]: float(cal[i]) for i in keep}
+    raw = mat @ vector.astype(np.float32)
+    near = np.flatnonzero(raw >= calibration.raw_floor(floor))  # calibrated, only these can reach the floor
+    cal = calibration(raw[near])
+    keep = cal >= floor
+    return dict(zip([ids[i] for i in near[keep].tolist()], cal[keep].tolist()))
 
 
 # Matrix rows multiplied at once by a batch's vectors (bounds the product's memory: rows × batch floats).
@@ -63,10 +65,13 @@ class BatchCosines:
         batch = np.stack([vectors[i] for i in sorted(vectors)]).astype(np.float32)
         self._gram = np.asarray(calibration(batch @ batch.T))
         ids, mat = store.vector_matrix(model, dim)
+        least = calibration.raw_floor(floor)
         for lo in range(0, len(ids), _ROWS_PER_PRODUCT):
-            cal = np.asarray(calibration(mat[lo : lo + _ROWS_PER_PRODUCT] @ batch.T))
-            rows, cols = np.nonzero(cal >= floor)
-            for r, c, v in zip(rows.tolist(), cols.tolist(), cal[rows, cols].tolist()):
+            raw = mat[lo : lo + _ROWS_PER_PRODUCT] @ batch.T
+            rows, cols = np.nonzero(raw >= least)
+            cal = np.asarray(calibration(raw[rows, cols]))
+            keep = cal >= floor
+            for r, c, v in zip(rows[keep].tolist(), cols[keep].tolist(), cal[keep].tolist()):
                 self._found[c][ids[lo + r]] = v
 
     def of(self, i: int) -> dict[str, float]:
