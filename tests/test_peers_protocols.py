@@ -147,3 +147,14 @@ def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, m
     merged = H.load([tmp_path / "fts.json", tmp_path / "mnemon.json"], both)
     assert merged.haystacks == ["conv-t"]
     assert {r.haystack for r in merged.rows["fts5"]} == {"conv-t"} and len(merged.rows["fts5"]) == 6
+
+
+def test_merge_scores_only_the_haystacks_asked_for(tmp_path: Path, monkeypatch) -> None:
+    # `--merge` with `--haystacks`: dumps holding more haystacks than asked for are scored on those asked for.
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([SAMPLE, {**SAMPLE, "sample_id": "conv-q"}]), encoding="utf-8")
+    both = H.locomo_haystacks(path)
+    H.run(both, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
+    merged = H.load([tmp_path / "fts.json"], H.locomo_haystacks(path, ["conv-q"]))
+    assert merged.haystacks == ["conv-q"] and {r.haystack for r in merged.rows["fts5"]} == {"conv-q"}

@@ -209,14 +209,15 @@ def dump(result: Run, path: Path) -> None:
 def load(paths: Sequence[Path], haystacks: Sequence[Haystack]) -> Run:
     """Runs dumped by `dump` (each a subset of the systems, e.g. run side by side to share the machine's cores)
     as one Run, their rankings put back beside the questions and evidence of `haystacks`, in SYSTEMS order.
-    Only the haystacks every system finished are scored (a run stopped half way has dumped fewer)."""
+    Only the haystacks every system finished, of those given, are scored (a run stopped half way has dumped
+    fewer)."""
     by_id = {h.sample_id: h for h in haystacks}
     sessions = {h.sample_id: h.session_of() for h in haystacks}
     found: dict[str, dict[str, Any]] = {}
     for path in paths:
         found.update(json.loads(Path(path).read_text(encoding="utf-8")))
     done = [{r["haystack"] for r in entry["rows"]} for entry in found.values()]
-    common = set.intersection(*done) if done else set()
+    common = set.intersection(*done) & set(by_id) if done else set()  # `--haystacks` may ask for fewer
     out = Run({}, {}, {}, {}, [h.sample_id for h in haystacks if h.sample_id in common])
     for name in [n for n in SYSTEMS if n in found]:
         entry = found[name]
