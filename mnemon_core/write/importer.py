@@ -182,8 +182,8 @@ class _Importer:
                     created_at=now,
                 )
             edges_inserted = len(explicit.keys() - store.existing_edges(explicit))
-            for (src, dst, _), edge in explicit.items():
-                store.upsert_edge(edge)
+            store.upsert_edges(list(explicit.values()))
+            for src, dst, _ in explicit:
                 touched.update((src, dst))
             touched.update(self.added)
             lifecycle.refresh_ei(store, sorted(touched), ts)
