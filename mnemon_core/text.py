@@ -96,8 +96,10 @@ _stemmer: Any = None
 @lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """The Snowball English (Porter2) stem of an ASCII token; other tokens (Han bigrams, other scripts, where
-    an English stemmer would only do harm) are their own stem."""
-    if not token.isascii():
+    an English stemmer would only do harm) are their own stem. So are digit runs and tokens under three
+    characters, which Porter2 leaves as they are (skipping the stemmer for them: a draft's numbers are
+    mostly distinct, so the cache does not catch them)."""
+    if not token.isascii() or token.isdigit() or len(token) < 3:
         return token
     global _stemmer
     if _stemmer is None:  # imported at the first stem: the CLI's --version and help never pay for it

@@ -200,3 +200,13 @@ def test_adjacency_carries_the_temporal_sub_type(mem) -> None:
         ("a", "b", "temporal", 1.0, "backbone"), ("a", "q", "temporal", 1.0, "conversation"),
         ("b", "q", "temporal", 1.0, "proximity"), ("b", "q", "causal", 0.5, None),
     ] for r in [(x, y, t, w, sub), (y, x, t, w, sub)]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text("0123456789", min_size=1, max_size=12),
+                 st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=2)))
+def test_tokens_that_skip_the_stemmer_are_what_it_would_give(token: str) -> None:
+    """Digit runs and tokens under three characters are their own stem without asking Snowball: the same."""
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    assert stem(token) == EnglishStemmer().stemWord(token) == token

@@ -745,3 +745,33 @@ async def test_async_import_matches_sync(mem: Memory) -> None:
     again = mem.import_draft(SPEC_DRAFT)
     assert [(x.index, x.id) for x in r.results] == [(x.index, x.id) for x in again.results]
     assert (r.imported, again.skipped) == (2, 2)
+
+
+def test_batch_view_answers_the_ei_refresh_as_the_store_does(mem: Memory) -> None:
+    """The batch's EI refresh asks about insights the view inserted: their rows and edge counts come from the
+    view's memory, and equal what the store holds once the held edges are sent. Any other id goes to the store."""
+    from mnemon_core.models import Insight
+    from mnemon_core.text import tokens_of
+    from mnemon_core.write.pipeline import write_insight
+
+    old = mem.remember("Redis cache warmup runs nightly because latency", entities=["Redis"], source="a").id
+    store = mem.store
+    t = "2024-01-01T00:00:00Z"
+    with store.transaction():
+        view = importer.BatchView(store)
+        ids = []
+        for k in range(6):
+            ins = Insight(id=f"n{k}", content=f"Redis latency item {k} because cache", tags=["ops"],
+                          entities=["Redis"], source="a", created_at=t, updated_at=t, stored_at=t)
+            tokens = tokens_of(ins.content, ins.tags, ins.entities)
+            write_insight(view, ins, tokens, None, None, {}, temporal=False, now=t, ei=False)
+            view.inserted(ins, tokens)
+            ids.append(ins.id)
+        counts, rows = view.edge_counts(ids), view.get_insights(ids)
+        view.flush()
+        assert counts == store.edge_counts(ids)
+        assert min(counts.values()) > 0
+        assert rows == store.get_insights(ids)
+        mixed = [old, *ids]
+        assert view.edge_counts(mixed) == store.edge_counts(mixed)
+        assert view.get_insights(mixed) == store.get_insights(mixed)

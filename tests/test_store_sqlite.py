@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemon_core.models import Edge, Insight
+from mnemon_core.store.sql import metadata_json
 from mnemon_core.store.sqlite import MIGRATIONS, SQLiteStore
 
 V0115_SCHEMA = """
@@ -193,3 +197,12 @@ def test_graph_changes_name_what_own_commits_touched(tmp_path) -> None:
     s.delete_edge("a", "d", "causal")  # outside a transaction: a commit of its own
     assert s.graph_changes(v5, s.graph_version()) == {"a", "d"}
     s.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), st.one_of(st.text(max_size=5), st.integers(), st.booleans(),
+                                                      st.floats(allow_nan=False)), max_size=3))
+def test_edge_metadata_is_encoded_as_json_with_sorted_keys(value) -> None:
+    """The cached encoding gives what `json.dumps` gives, also after a mapping with equal-hashing values."""
+    for v in (value, {k: 1 for k in value}, {k: True for k in value}, value):
+        assert metadata_json(v) == json.dumps(v, ensure_ascii=False, sort_keys=True)

@@ -396,31 +396,25 @@ def _strings(values: list[str]) -> np.ndarray:
 def _csr(node: dict[str, int], edges: Iterable[tuple[str, str, str, float | None, str | None]], n: int) -> dict[str, np.ndarray]:
     """Adjacency of every node: both directions, other end active, no self-loops or unknown types; per
     (node, neighbour, type) the heaviest edge (then the lowest sub-type code), sorted by neighbour, type."""
-    s: list[int] = []
-    d: list[int] = []
-    t: list[int] = []
-    w: list[float] = []
-    u: list[int] = []
-    superseded: set[int] = set()
+    # Column by column (list comprehensions and masks, not a loop over the rows): the import's end builds
+    # the file over every edge.
+    rows = list(edges)
     get = node.get
-    for a, b, typ, weight, sub in edges:
-        i, j, c = get(a), get(b), TYPE_CODE.get(typ)
-        if i is None or j is None or c is None:
-            continue
-        if c == _SUPERSEDES:
-            superseded.add(j)
-        if i == j:
-            continue
-        s.append(i)
-        d.append(j)
-        t.append(c)
-        w.append(0.0 if weight is None else weight)
-        u.append(SUB_CODE.get(sub or "", 0))
-    src = np.asarray(s + d, dtype=np.int64)
-    dst = np.asarray(d + s, dtype=np.int64)
-    etype = np.asarray(t + t, dtype=np.int8)
-    weight_a = np.asarray(w + w, dtype=np.float64)
-    subc = np.asarray(u + u, dtype=np.int8)
+    col = list(zip(*rows)) if rows else [(), (), (), (), ()]
+    i = np.array([get(a, -1) for a in col[0]], dtype=np.int64)
+    j = np.array([get(b, -1) for b in col[1]], dtype=np.int64)
+    c = np.array([TYPE_CODE.get(typ, -1) for typ in col[2]], dtype=np.int64)
+    w = np.array([0.0 if x is None else x for x in col[3]], dtype=np.float64)
+    u = np.array([SUB_CODE.get(x or "", 0) for x in col[4]], dtype=np.int8)
+    known = (i >= 0) & (j >= 0) & (c >= 0)
+    superseded = np.unique(j[known & (c == _SUPERSEDES)])
+    keep = known & (i != j)
+    i, j, c, w, u = i[keep], j[keep], c[keep].astype(np.int8), w[keep], u[keep]
+    src = np.concatenate([i, j])
+    dst = np.concatenate([j, i])
+    etype = np.concatenate([c, c])
+    weight_a = np.concatenate([w, w])
+    subc = np.concatenate([u, u])
     order = np.lexsort((subc, -weight_a, etype, dst, src))
     src, dst, etype, weight_a, subc = src[order], dst[order], etype[order], weight_a[order], subc[order]
     first = np.ones(src.size, dtype=bool)
@@ -431,7 +425,7 @@ def _csr(node: dict[str, int], edges: Iterable[tuple[str, str, str, float | None
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
     return {
         "indptr": indptr, "nbr": dst.astype(np.int32), "etype": etype, "weight": weight_a, "sub": subc,
-        "superseded": np.asarray(sorted(superseded), dtype=np.int32),
+        "superseded": superseded.astype(np.int32),
     }
 
 

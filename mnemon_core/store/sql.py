@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -132,6 +133,24 @@ def json_lists(value: str | None) -> list[str]:
 
 def json_mapping(value: str | None) -> dict[str, Any]:
     return json.loads(value or "{}")
+
+
+def metadata_json(value: dict[str, Any]) -> str:
+    """An edge's metadata as stored (keys sorted). The builders write the same few small mappings over and
+    over (an entity edge's name, twice per pair), so all-string ones are encoded once (strings only: as cache
+    keys 1, 1.0 and True are one)."""
+    if not value:
+        return "{}"
+    items = tuple(value.items())
+    for _, v in items:
+        if type(v) is not str:
+            return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return _items_json(items)
+
+
+@lru_cache(maxsize=4096)
+def _items_json(items: tuple[tuple[str, Any], ...]) -> str:
+    return json.dumps(dict(items), ensure_ascii=False, sort_keys=True)
 
 
 def oplog_trim(retention: OplogRetention, now: str) -> list[tuple[str, tuple[Any, ...]]]:

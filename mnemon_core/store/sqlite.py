@@ -32,7 +32,7 @@ from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
 from .sql import (
     INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, in_chunks, json_lists, json_mapping,
-    oplog_trim, where,
+    metadata_json, oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
 
@@ -763,7 +763,7 @@ class SQLiteStore(SQLStore):
             "metadata = excluded.metadata, created_at = excluded.created_at",
             [
                 (e.source_id, e.target_id, str(e.edge_type), e.weight,
-                 json.dumps(e.metadata, ensure_ascii=False, sort_keys=True), e.created_at)
+                 metadata_json(e.metadata), e.created_at)
                 for e in edges
             ],
         )

@@ -5,6 +5,7 @@ The side that holds the keyword is the effect."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..models import Edge, EdgeType, Insight
 from ..text import overlap_max_len, token_set
@@ -37,6 +38,7 @@ def causal_signal(text: str) -> str:
     return m.group(0) if m else ""
 
 
+@lru_cache(maxsize=4096)  # each insight asks it of its look-back window: the same texts again and again
 def has_causal_keyword(text: str) -> bool:
     return _CAUSAL_RE.search(text) is not None
 
@@ -60,7 +62,8 @@ def create_causal_edges(store: WriteTarget, new: Insight, tokens: frozenset[str]
         old_kw = has_causal_keyword(old.content)
         if not (new_kw or old_kw):
             continue
-        overlap = overlap_max_len(tokens, others.get(old.id, token_set(old.content)))
+        old_tokens = others[old.id] if old.id in others else token_set(old.content)
+        overlap = overlap_max_len(tokens, old_tokens)
         if overlap < CAUSAL_MIN_OVERLAP:
             continue
         src, dst = (old.id, new.id) if new_kw else (new.id, old.id)

@@ -24,7 +24,7 @@ from ..store import NO_FILTERS, Filters, Store
 from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from . import similarity
-from .pipeline import resolve, write_insight
+from .pipeline import resolve, words_of, write_insight
 from .temporal import conversation_steps, repair_backbone
 
 __all__ = ["IMPORT_BATCH", "BatchView", "import_draft"]
@@ -71,9 +71,10 @@ class _Importer:
 
     def _batch(self, batch: range, planned: set[str]) -> None:
         store, ctx = self.store, self.ctx
-        # Embed (outside the transaction, in one call) only what will be written.
+        # Embed (outside the transaction, in one call) only what will be written; without an embedder there
+        # is nothing to embed, so no look-up either.
         todo: list[int] = []
-        for i in batch:
+        for i in batch if ctx.embedder is not None else ():
             c = self.draft.insights[i].content
             if self.no_diff or (c not in planned and store.find_by_content(c) is None):
                 todo.append(i)
@@ -91,6 +92,9 @@ class _Importer:
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
                 view = BatchView(store)
+                # The known-entity path's question for every word of the batch, in one statement per 900
+                # words instead of one per insight (inserted() keeps the answers true as the batch writes).
+                view.known_entities([w for i in batch for w in words_of(self.draft.insights[i].content)])
                 done = [self._wrote(self._one(view, i, vectors.get(i), model, now, ts)) for i in batch]
                 _refresh_ei(view, done, ts)
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
@@ -181,8 +185,8 @@ class _Importer:
                     created_at=now,
                 )
             edges_inserted = len(explicit.keys() - store.existing_edges(explicit))
-            for (src, dst, _), edge in explicit.items():
-                store.upsert_edge(edge)
+            store.upsert_edges(list(explicit.values()))
+            for src, dst, _ in explicit:
                 touched.update((src, dst))
             touched.update(self.added)
             lifecycle.refresh_ei(store, sorted(touched), ts)
@@ -223,14 +227,18 @@ class BatchView:
     source, and the known-entity path's "is this word a stored entity". Here each question is asked of the
     store once per batch and the answer is kept up to date in memory as the batch inserts (`inserted`), so the
     answers are the store's own: inside the batch transaction nobody else writes and nothing is deleted. The
-    edges are held and sent in one statement (`flush`: before an edge is read, and at the end of the batch);
-    the other writes and look-ups go to the store. A fresh view per batch (and after a rolled-back savepoint)
-    sees other writers.
+    edges are held and sent in one statement (`flush`: at the end of the batch, or before a look-up the view
+    cannot answer); the other writes and look-ups go to the store. The batch's EI refresh asks only about
+    insights this view inserted: their rows are the ones it wrote and their edges (fresh ids) are all among
+    the ones it sent, so both are answered from memory. A fresh view per batch (and after a rolled-back
+    savepoint) sees other writers.
     """
 
     def __init__(self, store: Store) -> None:
         self._store = store
         self._edges: list[Edge] = []
+        self._new: dict[str, Insight] = {}  # inserted through this view
+        self._keys: set[tuple[str, str, str]] = set()  # every edge key sent or held by this view
         self._entity: dict[str, list[tuple[str, str]]] = {}  # entity → [(created_at, id)], most recent first
         self._source: dict[str, list[Insight]] = {}  # source → insights, most recent first
         self._tokens: dict[str, frozenset[str]] = {}
@@ -297,12 +305,14 @@ class BatchView:
 
     def insert_insight(self, ins: Insight, tokens: Collection[str]) -> None:
         self._store.insert_insight(ins, tokens)
+        self._new[ins.id] = ins
 
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
         self._store.set_vector(id, vector, model)
 
     def upsert_edge(self, edge: Edge) -> None:
         self._edges.append(edge)
+        self._keys.add((edge.source_id, edge.target_id, str(edge.edge_type)))
 
     def flush(self) -> None:
         """Send the held edges to the store."""
@@ -319,8 +329,19 @@ class BatchView:
         self._store.set_session_tail(session, insight_id)
 
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
+        if all(i in self._new for i in ids):
+            return {i: self._new[i] for i in ids}
         return self._store.get_insights(ids)
 
     def edge_counts(self, ids: Sequence[str]) -> dict[str, int]:
-        self.flush()
-        return self._store.edge_counts(ids)
+        if not all(i in self._new for i in ids):
+            self.flush()
+            return self._store.edge_counts(ids)
+        # As the store counts: once as source, once as target.
+        out = dict.fromkeys(ids, 0)
+        for s, t, _ in self._keys:
+            if s in out:
+                out[s] += 1
+            if t in out:
+                out[t] += 1
+        return out

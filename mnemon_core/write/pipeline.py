@@ -19,11 +19,16 @@ from .temporal import create_temporal_edges
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 
+def words_of(content: str) -> list[str]:
+    """The words the known-entity path asks the store about."""
+    return _ASCII_WORD.findall(content)
+
+
 def resolve(store: WriteTarget, content: str, provided: list[str], mode: EntityMode) -> list[str]:
     """Entities of a new insight. The known-entity path asks the store only about this text's words."""
     known: set[str] = set()
     if mode != EntityMode.provided:
-        known = set(store.known_entities(_ASCII_WORD.findall(content)))
+        known = set(store.known_entities(words_of(content)))
     return resolve_entities(content, provided, mode, known)
 
 

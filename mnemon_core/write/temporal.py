@@ -100,9 +100,10 @@ def repair_backbone(store: Store, chained: dict[str, str], now: str) -> set[str]
                         store.delete_edge(e.source_id, e.target_id, EdgeType.temporal.value)
                         touched.update((left, right))
             k = end
+        links: list[Edge] = []  # one statement for the source's links, after its removals as before
         for a, b, ia, ib in zip(rows, rows[1:], inside, inside[1:]):
             if ia or ib:
-                for e in sequence_edges(a.id, b.id, now):
-                    store.upsert_edge(e)
+                links += sequence_edges(a.id, b.id, now)
                 touched.update((a.id, b.id))
+        store.upsert_edges(links)
     return touched
