@@ -420,8 +420,9 @@ class LinkJudge:
             sub_type = d.sub_type or (pair.hint if pair.hint in CAUSAL_SUB_TYPES else "causes")
         new_id = pair.item.result.id
         src, dst = (new_id, pair.cid) if d.direction == "new_to_candidate" else (pair.cid, new_id)
-        return named, pair, JudgeLink(candidate_id=pair.cid, source_id=src, target_id=dst,
-                                      edge_type=EdgeType(d.edge_type), sub_type=sub_type, weight=d.weight, reason=reason)
+        link = JudgeLink(candidate_id=pair.cid, source_id=src, target_id=dst, edge_type=EdgeType(d.edge_type),
+                         sub_type=sub_type, weight=d.weight, reason=reason)
+        return named, pair, link
 
     def _link(self, named: str, pair: _Pair, link: JudgeLink, dry: bool) -> None:
         result = pair.item.result
