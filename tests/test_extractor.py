@@ -256,16 +256,30 @@ def test_429_that_persists_fails_the_chunk_with_a_clear_error():
     assert run.report.failures[0].attempts == 0
 
 
-def test_a_timed_out_request_is_not_sent_again_and_the_error_names_the_setting():
+@pytest.fixture
+def fast_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that reads any prompt at once: a call's wait is MNEMON_LLM_TIMEOUT alone (these tests time out
+    on the extraction prompt, whose reading allowance at the real PROMPT_TOKENS_PER_S is minutes)."""
+    from mnemon_extractor import llm
+
+    monkeypatch.setattr(llm, "PROMPT_TOKENS_PER_S", 1e9)
+
+
+HEAD = (r"the model server did not answer within {wait}s \(MNEMON_LLM_TIMEOUT={timeout}s of silence, plus {read}s to "
+        r"read the [\d,]+-token prompt at 1e\+09 tokens/s\)")
+
+
+def test_a_timed_out_request_is_not_sent_again_and_the_error_names_the_setting(fast_reader: None):
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2)]) as s:
         run = extractor(s, timeout=0.5, max_retries=2).run(FIX / "messages.json")
     assert run.draft is None and len(s.requests) == 1  # the same request would wait out the same timeout
-    assert run.report.failures[0].error == (
-        "the model server did not answer within 0.5s (MNEMON_LLM_TIMEOUT sets the limit): no token yet (a CPU "
-        "server may take minutes to read a long prompt: raise MNEMON_LLM_TIMEOUT or lower --chunk-tokens)")
+    error = run.report.failures[0].error
+    assert re.fullmatch(HEAD.format(wait=r"0\.5", timeout=r"0\.5", read=r"[\d.e-]+") + re.escape(
+        ": no token yet (a CPU server may take minutes to read a long prompt: raise MNEMON_LLM_TIMEOUT or lower "
+        "--chunk-tokens)"), error), error
 
 
-def test_a_timeout_names_the_speed_seen():
+def test_a_timeout_names_the_speed_seen(fast_reader: None):
     """The timeout bounds silence, not length: a slow answer that keeps coming is read to the end; one that
     stops halfway fails with the speed it had; after an answer, a silent server is told by that speed."""
     slow = Reply.json(CHUNK2, token_delay=0.02)  # ~25 pieces, 0.5 s in all: longer than the timeout
@@ -274,13 +288,37 @@ def test_a_timeout_names_the_speed_seen():
         run = ex.run(FIX / "chatgpt_conversations.json")
     assert run.report.calls[0].outcome == "ok" and run.report.calls[0].seconds >= 0.4
     error = run.report.failures[0].error
-    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): it "
-                        r"went silent after \d+ tokens of this answer at [\d.]+ tokens/s", error), error
+    head = HEAD.format(wait=r"0\.3", timeout=r"0\.3", read=r"[\d.e-]+")
+    assert re.fullmatch(head + r": it went silent after \d+ tokens of this answer at [\d.]+ tokens/s", error), error
     with FakeOpenAIServer(by_part([slow], [Reply.json(CHUNK2, delay=2)])) as s:
         run = extractor(s, timeout=0.3).run(FIX / "chatgpt_conversations.json")
     error = run.report.failures[0].error
-    assert re.fullmatch(r"the model server did not answer within 0\.3s \(MNEMON_LLM_TIMEOUT sets the limit\): no "
-                        r"token of this answer yet; its answers so far came at [\d.]+ tokens/s", error), error
+    assert re.fullmatch(head + r": no token of this answer yet; its answers so far came at [\d.]+ tokens/s",
+                        error), error
+
+
+def test_the_wait_for_the_first_token_is_sized_to_the_prompt():
+    """A server says nothing while it reads the prompt: each call waits MNEMON_LLM_TIMEOUT plus the prompt's
+    tokens at PROMPT_TOKENS_PER_S, so a long prompt on a slow server is waited for and a short one is not."""
+    from pydantic import BaseModel
+
+    from mnemon_extractor.llm import DEFAULT_TIMEOUT_S, PROMPT_TOKENS_PER_S, ChatLLM, LLMConfig
+
+    class Chunk(BaseModel):
+        insights: list[dict[str, Any]]
+        edges: list[dict[str, Any]]
+
+    assert ChatLLM(LLMConfig.resolve(base_url="http://127.0.0.1:9/v1")).wait(2624) == DEFAULT_TIMEOUT_S + 2624 / 5
+    assert PROMPT_TOKENS_PER_S == 5.0
+    long = "Maya Okafor leads Tessera. " * 12  # 81 estimated tokens: ~16 s to read at 5 tokens/s
+    with FakeOpenAIServer([Reply.json(CHUNK2, delay=1.0)]) as s:
+        llm = ChatLLM(LLMConfig.resolve(base_url=s.base_url, api_key="k", model="m", timeout=0.3, max_retries=0))
+        read = llm.ask([{"role": "user", "content": long}], Chunk, lambda d: d)
+        short = llm.ask([{"role": "user", "content": "hi"}], Chunk, lambda d: d)
+    assert read.error is None and read.value == CHUNK2
+    assert short.error == ("the model server did not answer within 0.5s (MNEMON_LLM_TIMEOUT=0.3s of silence, plus "
+                           "0.2s to read the 1-token prompt at 5 tokens/s): no token of this answer yet; its answers "
+                           f"so far came at {llm.usage.tokens_per_s:.1f} tokens/s")
 
 
 def test_a_server_that_keeps_timing_out_is_given_up_on():
@@ -301,9 +339,11 @@ def test_a_server_that_keeps_timing_out_is_given_up_on():
         sent = len(s.requests)
     assert MAX_CONSECUTIVE_TIMEOUTS == 2 and sent == 2
     assert [a.error.split(":")[0] for a in answers[:2]] == [
-        "the model server did not answer within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)"] * 2
-    assert answers[3].error == answers[2].error == ("not sent: the model server did not answer 2 calls in a row "
-                                                    "within 0.3s (MNEMON_LLM_TIMEOUT sets the limit)")
+        "the model server did not answer within 0.5s (MNEMON_LLM_TIMEOUT=0.3s of silence, plus 0.2s to read the "
+        "1-token prompt at 5 tokens/s)"] * 2
+    assert answers[3].error == answers[2].error == (
+        "not sent: the model server did not answer 2 calls in a row within their wait (MNEMON_LLM_TIMEOUT=0.3s of "
+        "silence, plus the time to read each prompt)")
     with FakeOpenAIServer([Reply.json(CHUNK2, delay=3), Reply.json(CHUNK2), Reply.json(CHUNK2, delay=3),
                            Reply.json(CHUNK2)]) as s:
         llm = ChatLLM(LLMConfig.resolve(base_url=s.base_url, api_key="k", model="m", timeout=0.3, max_retries=0))
@@ -568,10 +608,14 @@ def cli_env(server: FakeOpenAIServer) -> dict[str, str]:
 
 
 def llm_stand_in(req: dict[str, Any]) -> Reply:
-    """Answers extraction requests per chunk and judge requests by linking c1 causally."""
+    """Answers extraction requests per chunk and judge requests by linking p1 causally, a reason naming its
+    candidate."""
     if req["messages"][0]["content"].startswith("You judge links"):
+        data = json.loads(req["messages"][1]["content"].split("```json\n", 1)[1].split("\n```", 1)[0])
+        content = {m["ref"]: m["content"] for m in data["memories"]}
+        reason = f"it enables: {content[data['pairs'][0]['candidate']]}"
         return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "causal", "sub_type": "enables",
-                                          "direction": "new_to_candidate", "weight": 0.8, "reason": "r"}]})
+                                          "direction": "new_to_candidate", "weight": 0.8, "reason": reason}]})
     return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
 
 

@@ -44,14 +44,26 @@ def refs(req: dict[str, Any]) -> dict[str, str]:
     return {cand: p["ref"] for (_, cand), p in pairs(req).items()}
 
 
+NAMED = "{names the candidate}"  # a decision's reason, filled in by `named` with the candidate's own words
+
+
 def decision(ref: str, **kw: Any) -> dict[str, Any]:
-    return {"ref": ref, "reason": "same topic", "link": True, "edge_type": "semantic", "sub_type": None,
+    return {"ref": ref, "reason": NAMED, "link": True, "edge_type": "semantic", "sub_type": None,
             "direction": "new_to_candidate", "weight": 0.6, **kw}
+
+
+def named(req: dict[str, Any], decisions: list[Any]) -> list[Any]:
+    """The decisions with each NAMED reason saying what its pair's candidate is about, as a judge must."""
+    data = data_of(req)
+    content = {m["ref"]: m["content"] for m in data["memories"]}
+    about = {p["ref"]: f"both are about: {content[p['candidate']]}" for p in data["pairs"]}
+    return [{**d, "reason": about.get(d["ref"], "an unknown pair")} if isinstance(d, dict) and d.get("reason") == NAMED
+            else d for d in decisions]
 
 
 def answer(fn: Any) -> Any:
     """A responder that builds decisions from the offered refs: fn(content → ref) -> decisions."""
-    return lambda req: Reply.json({"decisions": fn(refs(req))})
+    return lambda req: Reply.json({"decisions": named(req, fn(refs(req)))})
 
 
 def judge_edges(mem: Any, a: str, b: str) -> list[tuple[str, str, str, float, dict[str, str]]]:
@@ -182,14 +194,14 @@ def test_supersedes_is_written_new_to_old_only(mem):
     with FakeOpenAIServer(answer(lambda r: [decision(r[old.content], edge_type="supersedes", weight=1.0)])) as s:
         result = judge_for(mem, s).judge(new)
     assert [(lk.source_id, lk.target_id) for lk in result.linked] == [(new.id, old.id)]
-    meta = {"reason": "same topic", "model": "fake-model", "created_by": "judge"}
+    meta = {"reason": f"both are about: {old.content}", "model": "fake-model", "created_by": "judge"}
     assert judge_edges(mem, new.id, old.id) == [(new.id, old.id, "supersedes", 1.0, meta)]
 
 
 def test_full_offered_ids_are_accepted_as_refs(mem):
     a = mem.remember("Grafana dashboards live in the ops repo", category="fact")
     new = mem.remember("The ops repo also holds Grafana alert rules", category="fact")
-    with FakeOpenAIServer([Reply.json({"decisions": [decision(a.id)]})]) as s:
+    with FakeOpenAIServer([Reply.json({"decisions": [decision(a.id, reason="both name the ops repo")]})]) as s:
         result = judge_for(mem, s).judge(new)
     assert [lk.candidate_id for lk in result.linked] == [a.id]
 
@@ -283,7 +295,8 @@ def test_several_insights_are_judged_in_one_call_and_each_pair_once(mem):
     old = mem.remember("Grafana dashboards live in the ops repo", category="fact")
     a = mem.remember("The ops repo also holds Grafana alert rules", category="fact")
     b = mem.remember("Grafana alert rules in the ops repo page the on-call engineer", category="fact")
-    with FakeOpenAIServer(lambda req: Reply.json({"decisions": [decision(p["ref"]) for p in pairs(req).values()]})) as s:
+    with FakeOpenAIServer(lambda req: Reply.json({"decisions": named(req, [decision(p["ref"])
+                                                                           for p in pairs(req).values()])})) as s:
         results = judge_for(mem, s).judge_many([b.id, a.id])  # by id: candidates as of now, a's include b
     assert len(s.requests) == 1
     asked = sorted(pairs(s.requests[0]))
@@ -355,7 +368,7 @@ def test_a_cut_off_judge_answer_is_asked_for_in_halves(mem):
 
     def respond(req: dict[str, Any]) -> Reply:
         offered = data_of(req)["pairs"]
-        return Reply.json(long if len(offered) > 1 else {"decisions": [decision(offered[0]["ref"])]})
+        return Reply.json(long if len(offered) > 1 else {"decisions": named(req, [decision(offered[0]["ref"])])})
 
     with FakeOpenAIServer(respond) as s:
         result = judge_for(mem, s).judge(new)
@@ -399,3 +412,120 @@ def test_any_decisions_link_only_offered_pairs_each_once(tmp_path_factory, decis
                for lk in result.linked)
     refused_refs = {r.ref for r in result.refused}
     assert len(linked) + len(declined) + len(refused_refs & set(offered)) >= len(offered) == result.candidates
+
+
+# ---------------------------------------------------------------- quality guards
+
+TEAM = "Maya Okafor is tech lead on Tessera; the team is Jonas Berg (SRE), Priya Nair (PM) and Leo Kim (frontend)"
+MOVED = "Priya Nair moved the v2 go/no-go meeting from April 11 to April 10"
+
+
+def test_a_reason_that_names_neither_memory_is_declined(mem):
+    """A reason copied from the prompt's options, a generic one or none: the link says nothing a reader can
+    check, so it is declined (the 1.5B model wrote the `supersedes` option back as its reason)."""
+    a = mem.remember("Staging runs on k3s", category="fact")
+    b = mem.remember("Production runs on EKS", category="fact")
+    c = mem.remember("Staging deploys need a manual approval", category="fact")
+    new = mem.remember("Staging and production clusters differ: k3s versus EKS", category="insight")
+    copied = "the new memory updates the candidate: the same subject with a new value"
+    decide = answer(lambda r: [decision(r[a.content], reason=copied), decision(r[b.content], reason="same topic"),
+                               decision(r[c.content], reason=""),
+                               ])
+    with FakeOpenAIServer(decide) as s:
+        result = judge_for(mem, s).judge(new)
+    assert result.linked == []
+    assert result.declined == [
+        JudgeDecline(candidate_id=a.id, reason=f"the reason names neither memory: {copied}"),
+        JudgeDecline(candidate_id=b.id, reason="the reason names neither memory: same topic"),
+        JudgeDecline(candidate_id=c.id, reason="the reason names neither memory: (none)")]
+    with FakeOpenAIServer(answer(lambda r: [decision(r[a.content], reason="k3s runs staging")])) as s:
+        result = judge_for(mem, s).judge(new)
+    assert [lk.candidate_id for lk in result.linked] == [a.id]
+
+
+def test_names_a_memory():
+    from mnemon_extractor.judge import names_a_memory
+
+    assert names_a_memory("Priya moved the meeting a day earlier", MOVED, TEAM)
+    assert names_a_memory("Qdrant replaced Milvus", SWITCH, SLOW)
+    assert names_a_memory("the new memory updates the candidate: the same subject with a new value", MOVED, TEAM) \
+        is False
+    assert not names_a_memory("they are related", MOVED, TEAM)
+    assert not names_a_memory("both on April 11", MOVED, TEAM)  # a number is not a subject
+    assert not names_a_memory("", MOVED, TEAM)
+
+
+RULE_WORDS = [w for w in __import__("re").findall(r"[a-z]+", __import__(
+    "mnemon_extractor.prompts", fromlist=["JUDGE_SYSTEM"]).JUDGE_SYSTEM.lower())]
+
+
+@given(words=st.lists(st.sampled_from(RULE_WORDS), max_size=12), extra=st.sampled_from(["", "Priya", "meeting"]))
+def test_a_reason_made_of_the_rules_words_names_nothing(words: list[str], extra: str):
+    """Whatever the memories, a reason built from the prompt's own words names neither of them; one word of a
+    memory's own (not a rule's) makes it name one."""
+    from mnemon_extractor.judge import names_a_memory
+
+    reason = " ".join([*words, extra])
+    assert names_a_memory(reason, MOVED, TEAM) is bool(extra)
+
+
+def test_a_memory_linked_as_the_end_of_too_many_links_is_a_hub(mem):
+    """One answer that makes one memory the cause of more than HUB_LINKS["causal"] others: linked by the
+    memory, not by the pairs, so every one of them is declined; within the cap they are linked."""
+    from mnemon_extractor.judge import HUB_LINKS
+
+    others = [mem.remember(f"Invoice batch {n} of the billing service failed at month end", category="fact")
+              for n in range(HUB_LINKS["causal"] + 1)]
+    new = mem.remember("The billing service ran out of memory at month end", category="fact")
+
+    def causes(r: dict[str, str], n: int) -> list[dict[str, Any]]:
+        return [decision(r[o.content], edge_type="causal", sub_type="causes", weight=0.9) for o in others[:n]]
+
+    with FakeOpenAIServer(answer(lambda r: causes(r, len(others)))) as s:
+        result = judge_for(mem, s).judge(new)
+    assert result.linked == [] and len(result.declined) == len(others)
+    assert {d.reason.split(":")[0] for d in result.declined} == {
+        f"{new.id} is an end of {len(others)} causal links in one answer (at most {HUB_LINKS['causal']})"}
+    assert not [e for e in mem.store.edges_of([new.id]) if e.metadata.get("created_by") == "judge"]
+    with FakeOpenAIServer(answer(lambda r: causes(r, HUB_LINKS["causal"]))) as s:
+        result = judge_for(mem, s, dry_run=True).judge(new)
+    assert len(result.linked) == HUB_LINKS["causal"]
+
+
+def test_supersedes_needs_the_same_subject(mem):
+    """The team introduction shares two names with the moved meeting, not its subject: no update of it."""
+    team = mem.remember(TEAM, category="context")
+    old = mem.remember("Priya Nair wants a go/no-go meeting for v2 on April 11", category="decision")
+    new = mem.remember(MOVED, category="decision")
+    decide = answer(lambda r: [decision(r[team.content], edge_type="supersedes", weight=0.9,
+                                        reason="Priya Nair is in both"),
+                               decision(r[old.content], edge_type="supersedes", weight=0.9,
+                                        reason="the go/no-go meeting moved to April 10")])
+    with FakeOpenAIServer(decide) as s:
+        result = judge_for(mem, s).judge(new)
+    assert [(lk.target_id, lk.edge_type.value) for lk in result.linked] == [(old.id, "supersedes")]
+    assert JudgeDecline(candidate_id=team.id, reason="supersedes needs the same subject, and these two share too "
+                        "few words: Priya Nair is in both") in result.declined
+
+
+def test_same_subject():
+    from mnemon_extractor.judge import same_subject
+
+    assert same_subject(MOVED, "Priya Nair wants a go/no-go meeting for v2 on April 11")
+    assert same_subject("Deploys happen on Thursdays before noon", "Deploys happen on Fridays before noon")
+    assert not same_subject(MOVED, TEAM)  # two names in common, of many
+    assert not same_subject("Jonas is on call April 14-18", "Priya wants a go/no-go meeting on April 11")
+
+
+SUBJECT = st.lists(st.sampled_from(["invoice", "billing", "queue", "Redis", "cache", "Postgres", "deploy", "Jonas",
+                                    "Typst", "template", "mobile", "release"]), min_size=1, max_size=6)
+
+
+@given(a=SUBJECT, b=SUBJECT, value=st.sampled_from(["", "on April 10", "at 16:00", "in Q3", "v2"]))
+def test_same_subject_is_symmetric_and_blind_to_values(a: list[str], b: list[str], value: str):
+    from mnemon_extractor.judge import same_subject
+
+    x, y = " ".join(a), " ".join(b)
+    assert same_subject(x, y) == same_subject(y, x)
+    assert same_subject(f"{x} {value}", y) == same_subject(x, y)
+    assert same_subject(x, x) is (len({w.lower() for w in a}) >= 2)

@@ -211,7 +211,8 @@ def test_judge_that_decides_for_some_insights_exits_0_and_reports_the_others(cli
         if content[quoted["pairs"][0]["new"]] == SWITCH:  # SWITCH's pairs fail: then SLOW's side is asked
             return Reply.error(500, "boom", headers={"retry-after-ms": "1"})
         return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "semantic", "sub_type": None,
-                                          "direction": "new_to_candidate", "weight": 0.6, "reason": "same topic"}]})
+                                          "direction": "new_to_candidate", "weight": 0.6,
+                                          "reason": "the search service"}]})
 
     with FakeOpenAIServer(respond) as s:
         r = cli("judge", "--recent", "2", env=llm_env(s))

@@ -15,6 +15,11 @@ says the same thing about the same subject with another value is marked `possibl
 older fact is judged `supersedes`; a link weaker than `MIN_WEIGHT` is declined. Sampling is temperature 0 with
 a fixed seed by default: a dry run shows the links the real run makes.
 
+A small model links by habit, so three guards decline what says nothing: a reason that names neither memory
+(empty, generic, or the prompt's own words written back: `names_a_memory`); a `supersedes` between two memories
+that are not about the same subject (`same_subject`: a person or a project in common is not enough); and a
+memory that one answer makes the end of more than `HUB_LINKS` links of one kind (all of them are declined).
+
 Memory content is untrusted: it reaches the model as quoted JSON, pairs are named by refs (`p1`, `p2`, …)
 that the judge hands out, and every decision is checked here: only offered pairs, allowed types and sub-types,
 weight within [0, 1]. A decision that fails is refused and reported, never linked. Links are made with
@@ -39,8 +44,8 @@ from mnemon_core.models import CausalCandidate, EdgeType, RememberResult, Semant
 from mnemon_core.text import overlap_min_len, terms
 
 from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
-from .prompts import CAUSAL_SUB_TYPES, JudgeAnswer, JudgeDecision, judge_messages
-from .worth import CHAT_WORDS
+from .prompts import CAUSAL_SUB_TYPES, JUDGE_SYSTEM, JudgeAnswer, JudgeDecision, judge_messages
+from .worth import CHAT_WORDS, RELATION_WORDS
 
 CREATED_BY = "judge"
 MAX_REASON_CHARS = 1000  # a metadata value's limit on the MCP face (reference §8.3)
@@ -60,6 +65,13 @@ MONTHS = frozenset(terms("""january february march april may june july august se
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday"""))
 UPDATE_SHARED_WORDS = 2  # words of the subject both must share
 UPDATE_OVERLAP = 0.6  # of the shorter one's subject words
+# The words of the prompt's own rules and of the answer's field descriptions: a reason made only of them (the
+# 1.5B model wrote the `supersedes` option back: "the same subject with a new value") names neither memory.
+PROMPT_WORDS = frozenset(terms(" ".join([JUDGE_SYSTEM, *(f.description or "" for f in
+                                                        JudgeDecision.model_fields.values())])))
+# Links of one kind a memory may be an end of in one answer; past that it is a hub (linked by the memory, not by
+# the pairs: the 1.5B model made a team introduction `supersedes` 6 others) and all of them are declined.
+HUB_LINKS = {"supersedes": 2, "causal": 3}
 _DIGIT = re.compile(r"\d")
 
 
@@ -124,15 +136,39 @@ def _subject(content: str) -> tuple[set[str], set[str]]:
     return words - CHAT_WORDS, values
 
 
+def same_subject(a: str, b: str) -> bool:
+    """Whether two memories are about one subject: they share `UPDATE_SHARED_WORDS` subject words, and
+    `UPDATE_OVERLAP` of the shorter one's (a person or a project named in both is not enough)."""
+    aw, bw = _subject(a)[0], _subject(b)[0]
+    return len(aw & bw) >= UPDATE_SHARED_WORDS and overlap_min_len(frozenset(aw), frozenset(bw)) >= UPDATE_OVERLAP
+
+
 def possible_update(new: str, candidate: str) -> bool:
-    """Whether `new` may replace `candidate`: they share the subject (`UPDATE_SHARED_WORDS` words, and
-    `UPDATE_OVERLAP` of the shorter one's) and `new` gives another value or says that something changed."""
-    nw, nv = _subject(new)
-    cw, cv = _subject(candidate)
-    shared = nw & cw
-    if len(shared) < UPDATE_SHARED_WORDS or overlap_min_len(frozenset(nw), frozenset(cw)) < UPDATE_OVERLAP:
+    """Whether `new` may replace `candidate`: the same subject (`same_subject`), and `new` gives another value
+    or says that something changed."""
+    if not same_subject(new, candidate):
         return False
+    (nw, nv), (cw, cv) = _subject(new), _subject(candidate)
     return bool(nv - cv) or bool(nw & CHANGE_WORDS - cw)
+
+
+def names_a_memory(reason: str, new: str, candidate: str) -> bool:
+    """Whether a link's reason names what it connects: a subject word of one of the two memories (not a value:
+    a shared date is no relation) that is not a word of the prompt's rules or of any relation ("related",
+    "caused"). Empty, generic and copied reasons name nothing."""
+    said = _subject(reason)[0] - PROMPT_WORDS - RELATION_WORDS
+    return bool(said & (_subject(new)[0] | _subject(candidate)[0]))
+
+
+def hub_ends(links: Sequence[JudgeLink]) -> dict[tuple[str, str], int]:
+    """The memories that are an end of more than `HUB_LINKS` links of one kind: (id, kind) → links."""
+    ends: dict[tuple[str, str], set[str]] = {}
+    for lk in links:
+        kind = lk.edge_type.value
+        if kind in HUB_LINKS:
+            ends.setdefault((lk.source_id, kind), set()).add(lk.target_id)
+            ends.setdefault((lk.target_id, kind), set()).add(lk.source_id)
+    return {end: len(others) for end, others in ends.items() if len(others) > HUB_LINKS[end[1]]}
 
 
 def answer_tokens(pairs: int) -> int:
@@ -296,8 +332,21 @@ class LinkJudge:
             return []
         decided: set[str] = set()
         first = batch[0].item.result
+        chosen: list[tuple[str, _Pair, JudgeLink]] = []
         for raw in answer.value:
-            self._decide(raw, by_ref, decided, dry, first)
+            picked = self._decide(raw, by_ref, decided, first)
+            if picked:
+                chosen.append(picked)
+        hubs = hub_ends([lk for _, _, lk in chosen])
+        for named, pair, link in chosen:
+            kind = link.edge_type.value
+            hub = next((h for h in (link.source_id, link.target_id) if (h, kind) in hubs), None)
+            if hub is None:
+                self._link(named, pair, link, dry)
+                continue
+            pair.item.result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(
+                f"{hub} is an end of {hubs[hub, kind]} {kind} links in one answer (at most {HUB_LINKS[kind]}): "
+                f"{link.reason}")))
         for ref, p in by_ref.items():
             if ref not in decided:
                 p.item.result.declined.append(JudgeDecline(candidate_id=p.cid, reason="not linked by the model"))
@@ -315,14 +364,17 @@ class LinkJudge:
 
     # ------------------------------------------------------------------ one decision
 
-    def _decide(self, raw: Any, by_ref: dict[str, _Pair], decided: set[str], dry: bool, first: JudgeResult) -> None:
+    def _decide(self, raw: Any, by_ref: dict[str, _Pair], decided: set[str],
+                first: JudgeResult) -> tuple[str, _Pair, JudgeLink] | None:
+        """(the ref as named, its pair, the link) a decision asks for, once it passed every check; a refused or
+        declined decision is recorded in its insight's result (or `first`'s, when it names no offered pair)."""
         if not isinstance(raw, dict):
             first.refused.append(JudgeRefusal(ref=str(raw)[:100], error="a decision must be an object"))
-            return
+            return None
         named = next((raw[k] for k in REF_KEYS if isinstance(raw.get(k), str)), None)
         if named is None:
             first.refused.append(JudgeRefusal(ref="", error="the decision names no pair"))
-            return
+            return None
         ref = named.strip()
         if ref not in by_ref:  # a candidate's full id also names its pair, when it is in one pair only
             same = [r for r, p in by_ref.items() if p.cid == ref]
@@ -331,29 +383,38 @@ class LinkJudge:
         if pair is None:
             first.refused.append(JudgeRefusal(ref=named[:100],
                                               error=f"not an offered pair (offered: {', '.join(by_ref)})"))
-            return
+            return None
         result = pair.item.result
         if ref in decided:
             result.refused.append(JudgeRefusal(ref=named[:100], error="a second decision for the same pair"))
-            return
+            return None
         decided.add(ref)
         try:
             d = JudgeDecision.model_validate({"sub_type": None, "reason": "", **raw, "ref": named})
         except PydanticValidationError as e:
             result.refused.append(JudgeRefusal(ref=named[:100], error=describe(e)))
-            return
+            return None
         reason = d.reason.strip()[:MAX_REASON_CHARS]
         if not d.link:
             result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=reason or "declined"))
-            return
+            return None
         if isinstance(d.weight, bool) or not 0.0 <= d.weight <= 1.0:
             result.refused.append(JudgeRefusal(ref=named[:100],
                                                error=f"weight must be between 0.0 and 1.0, got {d.weight}"))
-            return
+            return None
         if d.weight < self.min_weight:
             result.declined.append(JudgeDecline(
                 candidate_id=pair.cid, reason=f"weight {d.weight:g} is below the floor {self.min_weight:g}: {reason}"))
-            return
+            return None
+        new, cand = pair.item.new["content"], pair.shown["content"]
+        if not names_a_memory(reason, new, cand):
+            result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(
+                f"the reason names neither memory: {reason or '(none)'}")))
+            return None
+        if d.edge_type == "supersedes" and not same_subject(new, cand):
+            result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(
+                f"supersedes needs the same subject, and these two share too few words: {reason}")))
+            return None
         sub_type = None
         if d.edge_type == "causal":
             sub_type = d.sub_type or (pair.hint if pair.hint in CAUSAL_SUB_TYPES else "causes")
@@ -361,10 +422,16 @@ class LinkJudge:
         src, dst = (new_id, pair.cid) if d.direction == "new_to_candidate" else (pair.cid, new_id)
         link = JudgeLink(candidate_id=pair.cid, source_id=src, target_id=dst, edge_type=EdgeType(d.edge_type),
                          sub_type=sub_type, weight=d.weight, reason=reason)
+        return named, pair, link
+
+    def _link(self, named: str, pair: _Pair, link: JudgeLink, dry: bool) -> None:
+        result = pair.item.result
         if not dry:
-            meta = {"reason": reason, "model": self.llm.model, **({"sub_type": sub_type} if sub_type else {})}
+            meta = {"reason": link.reason, "model": self.llm.model,
+                    **({"sub_type": link.sub_type} if link.sub_type else {})}
             try:
-                self.memory.link(src, dst, type=d.edge_type, weight=d.weight, metadata=meta, created_by=CREATED_BY)
+                self.memory.link(link.source_id, link.target_id, type=link.edge_type.value, weight=link.weight,
+                                 metadata=meta, created_by=CREATED_BY)
             except (NotFoundError, ValidationError) as e:  # e.g. the candidate was forgotten meanwhile
                 result.refused.append(JudgeRefusal(ref=named[:100], error=str(e)))
                 return

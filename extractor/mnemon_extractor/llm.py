@@ -6,8 +6,10 @@ LM Studio, llama.cpp's server. Settings come from arguments, then `MNEMON_LLM_BA
 
 Every call is bounded and repeatable: the caller sizes `max_tokens` to what it asks, sampling is
 `temperature` 0 with a fixed `seed` unless told otherwise, and the answer is streamed, so the timeout bounds
-the server's silence (reading the prompt, or the gap between two tokens), not the length of a slow but working
-answer; the speed of each answer is measured as it arrives.
+the server's silence, not the length of a slow but working answer; the speed of each answer is measured as it
+arrives. A server sends nothing while it reads the prompt, so each call's wait is sized to its prompt:
+`MNEMON_LLM_TIMEOUT` plus the prompt's tokens at `PROMPT_TOKENS_PER_S` (the HTTP read timeout of the call: it
+bounds the wait for the first token and, the same, any gap between two tokens).
 
 Output modes, tried in this order and remembered once a server refuses one (HTTP 400/422):
 `structured` (a strict JSON schema in `response_format`), `json` (`response_format={"type": "json_object"}`,
@@ -42,9 +44,13 @@ from .chunking import estimate_tokens
 from .errors import LLMError
 
 DEFAULT_MODEL = "gpt-4o-mini"
-# Seconds the server may stay silent: before the first token (a 2-core CPU server reads ~20-60 prompt tokens/s)
-# and between two tokens. A streamed answer that keeps coming is never cut by it.
+# Seconds the server may stay silent (MNEMON_LLM_TIMEOUT), beyond the time it needs to read the prompt. A streamed
+# answer that keeps coming is never cut by it.
 DEFAULT_TIMEOUT_S = 300.0
+# The prompt-reading speed each call's wait allows for, in estimated prompt tokens/s (chunking.estimate_tokens): a
+# slow CPU server sends nothing until it has read the prompt. Below the slowest measured: Qwen2.5-Coder 1.5B on 2
+# shared cores at load 12-15 read the 20-turn chat's prompt (2,066 estimated, 2,624 real tokens) in ~288 s: 7.2/s.
+PROMPT_TOKENS_PER_S = 5.0
 DEFAULT_MAX_RETRIES = 2  # retries of 429, 5xx and dropped connections (never of a timeout)
 DEFAULT_TEMPERATURE = 0.0  # the same input gives the same draft and the same links
 DEFAULT_SEED = 0  # sent where the server takes one
@@ -356,22 +362,23 @@ class ChatLLM:
 
         if self.timeouts >= MAX_CONSECUTIVE_TIMEOUTS:
             raise _TransportFailure(
-                f"not sent: the model server did not answer {self.timeouts} calls in a row within "
-                f"{self.config.timeout:g}s (MNEMON_LLM_TIMEOUT sets the limit)"
+                f"not sent: the model server did not answer {self.timeouts} calls in a row within their wait "
+                f"(MNEMON_LLM_TIMEOUT={self.config.timeout:g}s of silence, plus the time to read each prompt)"
             )
         retries = 0
         while True:
+            request = self._request(messages, schema, max_tokens)
             stream = _Stream(progress)
             failure: str | None = None
             wait: float | None = None
             try:
-                reply = stream.read(self._request(messages, schema, max_tokens))
+                reply = stream.read(request)
                 self.succeeded += 1
                 self.timeouts = 0
                 return reply
             except openai.APITimeoutError:
                 self.timeouts += 1
-                raise _TransportFailure(self._timed_out(stream)) from None
+                raise _TransportFailure(self._timed_out(stream, request)) from None
             except openai.APIConnectionError as e:
                 if not self.succeeded:
                     raise LLMError(f"cannot reach the model server at {self._where()}: {e}") from None
@@ -412,7 +419,7 @@ class ChatLLM:
                     raise
                 if kind == "timeout":
                     self.timeouts += 1
-                    raise _TransportFailure(self._timed_out(stream)) from None
+                    raise _TransportFailure(self._timed_out(stream, request)) from None
                 failure = f"connection failed: {e}"
             if retries >= self.config.max_retries:
                 raise _TransportFailure(failure)
@@ -450,10 +457,20 @@ class ChatLLM:
         if getattr(client, "max_retries", 0):  # a client handed in: its retries would repeat a timed-out request
             client = client.with_options(max_retries=0)
         estimate = sum(estimate_tokens(m["content"]) for m in msgs)
-        return _Request(client.chat.completions.with_streaming_response.create(messages=msgs, **params), estimate)
+        wait = self.wait(estimate)
+        response = client.chat.completions.with_streaming_response.create(messages=msgs, timeout=wait, **params)
+        return _Request(response, estimate, wait)
 
-    def _timed_out(self, stream: _Stream) -> str:
-        head = f"the model server did not answer within {self.config.timeout:g}s (MNEMON_LLM_TIMEOUT sets the limit)"
+    def wait(self, prompt_tokens: int) -> float:
+        """Seconds a call with a prompt this long waits for a token: the server's reading time, plus the
+        silence allowed (MNEMON_LLM_TIMEOUT)."""
+        return self.config.timeout + prompt_tokens / PROMPT_TOKENS_PER_S
+
+    def _timed_out(self, stream: _Stream, request: _Request) -> str:
+        reading = request.wait - self.config.timeout
+        head = (f"the model server did not answer within {_seconds(request.wait)}s (MNEMON_LLM_TIMEOUT="
+                f"{self.config.timeout:g}s of silence, plus {_seconds(reading)}s to read the "
+                f"{request.prompt_estimate:,}-token prompt at {PROMPT_TOKENS_PER_S:g} tokens/s)")
         if stream.tokens:
             rate = stream.tokens / max(stream.generating(), 1e-9)
             n = f"{stream.tokens} token" + ("s" if stream.tokens != 1 else "")
@@ -476,6 +493,11 @@ class ChatLLM:
 class _Request:
     response: Any  # openai's streaming-response context manager
     prompt_estimate: int  # prompt tokens, when the server does not count them
+    wait: float  # the call's read timeout, in seconds
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f}" if s >= 10 else f"{s:.2g}"
 
 
 class _Stream:
