@@ -529,3 +529,26 @@ def test_same_subject_is_symmetric_and_blind_to_values(a: list[str], b: list[str
     assert same_subject(x, y) == same_subject(y, x)
     assert same_subject(f"{x} {value}", y) == same_subject(x, y)
     assert same_subject(x, x) is (len({w.lower() for w in a}) >= 2)
+
+
+def test_the_prompt_is_the_same_whatever_the_ids(tmp_path, monkeypatch):
+    # Two stores of the same memories whose ids sort in opposite orders: the judge asks the same question of
+    # both (ids are random per run, and a small model's answer moves with the order of the pairs).
+    import uuid
+
+    from mnemon_core import Memory
+
+    asked = []
+    for run, sign in (("a", 1), ("b", -1)):
+        counter = iter(range(1, 100))
+        monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=(1 << 64) + sign * next(counter), version=4))
+        with Memory(data_dir=tmp_path / run, embedder="none") as m:
+            for n in range(4):
+                m.remember(f"Deploy note {n}: deploys of the web app run through the release pipeline",
+                           category="fact")
+            new = m.remember("Deploys of the web app run through the release pipeline at noon", category="fact")
+            with FakeOpenAIServer([Reply.json({"decisions": []})]) as s:
+                judge_for(m, s).judge(new)
+        asked.append(s.requests[0]["messages"])
+    assert len(data_of({"messages": asked[0]})["pairs"]) == 4
+    assert asked[0] == asked[1]

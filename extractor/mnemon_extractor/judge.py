@@ -171,6 +171,13 @@ def hub_ends(links: Sequence[JudgeLink]) -> dict[tuple[str, str], int]:
     return {end: len(others) for end, others in ends.items() if len(others) > HUB_LINKS[end[1]]}
 
 
+def _offer_order(entry: tuple[str, dict[str, Any]]) -> tuple[Any, ...]:
+    """Semantic candidates first, nearest first; then causal ones by hops; then by content (the id only between
+    two memories of the same content)."""
+    cid, e = entry
+    return ("similarity" not in e, -float(e.get("similarity") or 0.0), e.get("hops", 0), e["content"], cid)
+
+
 def answer_tokens(pairs: int) -> int:
     return min(MAX_ANSWER_TOKENS, ANSWER_TOKENS_BASE + ANSWER_TOKENS_PER_PAIR * pairs)
 
@@ -283,7 +290,9 @@ class LinkJudge:
                 e.update({"causal_signal": c.causal_signal, "suggested_sub_type": c.suggested_sub_type})
             hints[c.id] = c.suggested_sub_type
         it = _Item(new, JudgeResult(id=new["id"], model=self.llm.model, dry_run=dry, candidates=len(entries)))
-        for cid, e in entries.items():
+        # In an order the memories decide, not their ids: ids are random per store, the engine breaks its ties by
+        # them, and a small model's answer moves with the order of the pairs (two runs of one export differed).
+        for cid, e in sorted(entries.items(), key=_offer_order):
             if possible_update(new["content"], e["content"]):
                 e["possible_update"] = True
             it.pairs.append(_Pair(it, cid, e, hints.get(cid)))
