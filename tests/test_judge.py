@@ -552,3 +552,4 @@ def test_the_prompt_is_the_same_whatever_the_ids(tmp_path, monkeypatch):
         asked.append(s.requests[0]["messages"])
     assert len(data_of({"messages": asked[0]})["pairs"]) == 4
     assert asked[0] == asked[1]
+

@@ -137,12 +137,17 @@ def test_unknown_system_is_named() -> None:
         H.run([], ["nope"], log=io.StringIO())
 
 
-def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("MNEMON_DAEMON", "off")
+def _two_haystacks_through_fts5(tmp_path: Path) -> Path:
+    """A data file of two haystacks (conv-t, conv-q), with FTS5's run over both dumped to fts.json."""
     path = tmp_path / "two.json"
     path.write_text(json.dumps([SAMPLE, {**SAMPLE, "sample_id": "conv-q"}]), encoding="utf-8")
-    both = H.locomo_haystacks(path)
-    H.run(both, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
+    H.run(H.locomo_haystacks(path), ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
+    return path
+
+
+def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    both = H.locomo_haystacks(_two_haystacks_through_fts5(tmp_path))
     H.run(both[:1], ["mnemon-none"], log=io.StringIO(), checkpoint=tmp_path / "mnemon.json")  # stopped after one
     merged = H.load([tmp_path / "fts.json", tmp_path / "mnemon.json"], both)
     assert merged.haystacks == ["conv-t"]
@@ -152,9 +157,6 @@ def test_merge_scores_only_the_haystacks_every_system_finished(tmp_path: Path, m
 def test_merge_scores_only_the_haystacks_asked_for(tmp_path: Path, monkeypatch) -> None:
     # `--merge` with `--haystacks`: dumps holding more haystacks than asked for are scored on those asked for.
     monkeypatch.setenv("MNEMON_DAEMON", "off")
-    path = tmp_path / "two.json"
-    path.write_text(json.dumps([SAMPLE, {**SAMPLE, "sample_id": "conv-q"}]), encoding="utf-8")
-    both = H.locomo_haystacks(path)
-    H.run(both, ["fts5"], log=io.StringIO(), checkpoint=tmp_path / "fts.json")
+    path = _two_haystacks_through_fts5(tmp_path)
     merged = H.load([tmp_path / "fts.json"], H.locomo_haystacks(path, ["conv-q"]))
     assert merged.haystacks == ["conv-q"] and {r.haystack for r in merged.rows["fts5"]} == {"conv-q"}
