@@ -62,32 +62,30 @@ def semantic_candidates(
 
 def causal_candidates(store: Store, new: Insight) -> list[CausalCandidate]:
     seen = {new.id}
-    found: list[tuple[str, int, str]] = []  # (id, hop, via edge type)
+    found: list[tuple[Insight, int, str]] = []  # (neighbour, hop, via edge type)
     frontier = deque([(new.id, 0)])
     while frontier and len(found) < CAUSAL_CANDIDATE_MAX:
         node, hop = frontier.popleft()
         if hop >= CAUSAL_CANDIDATE_HOPS:
             continue
-        edges = sorted(store.edges_of([node]), key=lambda e: (e.edge_type, e.source_id, e.target_id))
-        nbrs = []
-        for e in edges:
-            other = e.target_id if e.source_id == node else e.source_id
-            if other not in seen:
-                seen.add(other)
-                nbrs.append((other, e.edge_type))
-        active = store.get_insights([n for n, _ in nbrs])
-        for other, etype in nbrs:
-            if other not in active or len(found) >= CAUSAL_CANDIDATE_MAX:
+        edges = [(e.target_id if e.source_id == node else e.source_id, e) for e in store.edges_of([node])]
+        active = store.get_insights([o for o, _ in edges if o not in seen])
+        # Neighbours in an order the memories decide (edge type, heavier edge, content), not their random ids:
+        # the walk stops at 10 nodes, and two stores built from the same draft must offer the same ones.
+        edges.sort(key=lambda oe: (oe[1].edge_type, -oe[1].weight, active[oe[0]].content if oe[0] in active
+                                   else "", oe[0]))
+        for other, e in edges:
+            if other in seen:
                 continue
-            found.append((other, hop + 1, etype))
-            frontier.append((other, hop + 1))
-    rows = store.get_insights([f[0] for f in found])
+            seen.add(other)
+            if other in active and len(found) < CAUSAL_CANDIDATE_MAX:
+                found.append((active[other], hop + 1, e.edge_type))
+                frontier.append((other, hop + 1))
     out = []
-    for id_, hop, etype in found:
-        ins = rows[id_]
+    for ins, hop, etype in found:
         out.append(
             CausalCandidate(
-                id=id_, content=ins.content, category=ins.category, hop=hop, via_edge=etype,
+                id=ins.id, content=ins.content, category=ins.category, hop=hop, via_edge=etype,
                 causal_signal=causal_signal(ins.content) or causal_signal(new.content),
                 suggested_sub_type=suggest_sub_type(new.content + " " + ins.content),
             )
