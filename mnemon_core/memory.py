@@ -52,7 +52,7 @@ from .store import Filters, Store, open_store
 from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
-from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX
+from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX, SEMANTIC_TOKEN_POOL
 from .write.pipeline import resolve, write_insight
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
 
@@ -271,7 +271,7 @@ class Memory:
             if existing is not None:
                 return self._skip(inp.content, existing, now)
         # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
-        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_REVIEW_MAX))
+        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_TOKEN_POOL))
         if not no_diff:
             suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
         with self._writing(now):

@@ -214,9 +214,10 @@ def test_causal_candidates_walk_two_hops(mem: Memory) -> None:
     assert all(c.suggested_sub_type == "causes" for c in r.causal_candidates)
 
 
-def test_causal_candidates_do_not_depend_on_the_ids(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two stores built from one draft get other random ids; the walk's 10 nodes must be the same memories (the
-    judge offers them, and two runs of one export must be offered the same pairs)."""
+def test_candidates_do_not_depend_on_the_ids(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stores built from one draft get other random ids; the walk's 10 nodes and the 5 token-overlap
+    candidates (their scores tie) must be the same memories: the judge offers them, and two runs of one export
+    must be offered the same pairs."""
     import dataclasses
     import random
     import uuid
@@ -229,16 +230,18 @@ def test_causal_candidates_do_not_depend_on_the_ids(tmp_path, monkeypatch: pytes
          "source": people[i % 4], "created_at": f"2026-0{1 + i // 10}-01T10:00:00Z", "session": f"s{i // 10}"}
         for i in range(30)]}
 
-    def walks(seed: int) -> list[list[tuple[str, int]]]:
+    def walks(seed: int) -> list[tuple[list[str], list[tuple[str, int]]]]:
         rng = random.Random(seed)
         monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=rng.getrandbits(128), version=4))
         settings = Settings.resolve(data_dir=tmp_path / str(seed), embedder="none")
         with Memory(settings=dataclasses.replace(settings, max_insights=0)) as m:
             ids = [r.id for r in m.import_draft(draft, no_diff=True).results]
-            return [[(c.content, c.hop) for c in m.candidates(i)[1]] for i in ids]
+            lists = [m.candidates(i) for i in ids]
+            return [([c.content for c in sem], [(c.content, c.hop) for c in causal]) for sem, causal in lists]
 
     first, second = walks(1), walks(2)
-    assert sum(len(w) == 10 for w in first) >= 20  # the cap cuts most walks: the order decides who is in
+    assert sum(len(w) == 10 for _, w in first) >= 20  # the cap cuts most walks: the order decides who is in
+    assert sum(len(s) == 5 for s, _ in first) >= 20
     assert first == second
 
 

@@ -19,6 +19,7 @@ from .constants import (
     SEMANTIC_REVIEW,
     SEMANTIC_REVIEW_MAX,
     SEMANTIC_TOKEN_FALLBACK,
+    SEMANTIC_TOKEN_POOL,
 )
 from .semantic import ranked
 
@@ -41,17 +42,17 @@ def semantic_candidates(
     if cosines:
         picks = [(i, c, c >= SEMANTIC_AUTO_LINK) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_REVIEW]
         picks = picks[:SEMANTIC_REVIEW_MAX]
+    rows = store.get_insights([p[0] for p in picks])
     if not picks and tokens:
         if by_overlap is None:
-            by_overlap = store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_REVIEW_MAX, order="overlap")
-        for h in by_overlap[:SEMANTIC_REVIEW_MAX]:
-            if h.id == new.id:
-                continue
-            m = min(len(tokens), h.n_tokens)
-            score = h.hits / m if m else 0.0
-            if score >= SEMANTIC_TOKEN_FALLBACK:
-                picks.append((h.id, score, False))
-    rows = store.get_insights([p[0] for p in picks])
+            by_overlap = store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_TOKEN_POOL, order="overlap")
+        scored = [(h.id, h.hits / m) for h in by_overlap if h.id != new.id and (m := min(len(tokens), h.n_tokens))]
+        scored = sorted((p for p in scored if p[1] >= SEMANTIC_TOKEN_FALLBACK), key=lambda p: -p[1])
+        if len(scored) > SEMANTIC_REVIEW_MAX:  # keep the ties at the cut, to choose among them by content
+            scored = [p for p in scored if p[1] >= scored[SEMANTIC_REVIEW_MAX - 1][1]]
+        rows = store.get_insights([i for i, _ in scored])
+        scored.sort(key=lambda p: (-p[1], rows[p[0]].content if p[0] in rows else "", p[0]))
+        picks = [(i, score, False) for i, score in scored[:SEMANTIC_REVIEW_MAX]]
     return [
         SemanticCandidate(id=i, content=rows[i].content, category=rows[i].category, cosine=round(c, 4),
                           auto_linked=auto)

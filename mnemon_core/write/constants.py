@@ -41,4 +41,7 @@ SEMANTIC_AUTO_MAX = 3
 SEMANTIC_REVIEW = 0.40
 SEMANTIC_REVIEW_MAX = 5
 SEMANTIC_TOKEN_FALLBACK = 0.10
+# Token-overlap candidates ranked before the cut: overlap scores tie often (2 of 3 tokens), and the ties at the
+# cut go by content, not by the random ids, so two stores of one draft offer the same candidates.
+SEMANTIC_TOKEN_POOL = 50
 ANN_COSINE_TOP = 20  # neighbours the write path asks a store's ANN index for (it uses at most the best 5)
