@@ -611,6 +611,7 @@ VARIANTS = (
     Variant("anchors per signal 20 (the spec's)", _set(anchor_top_k=20)),
     Variant("no recency signal", _same, recency=False),
     Variant("an assistant's reply × 1 (no who-said-it prior)", _set(source_factor={})),
+    Variant("\"did you …\" keeps the reply factor", _set(replies_asked_about=False)),
     Variant("no update order (margin 0)", _set(update_margin=0.0)),
     Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
     Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),

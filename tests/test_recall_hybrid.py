@@ -289,6 +289,38 @@ def test_the_users_statement_outranks_the_assistants_restatement(mem: Memory) ->
     assert SPEC.source_factor == {} and SPEC.update_margin == 0.0
 
 
+@pytest.mark.parametrize(("query", "asks"), [
+    ("How did you recommend handling retries?", True),
+    ("What have you suggested for the cache?", True),
+    ("you said we should use NATS", True),
+    ("Which library had you mentioned?", True),
+    ("Can you help me set up a cache?", False),
+    ("What would you suggest I use for retries?", False),
+    ("Where do you think I should work on my essay?", False),
+    ("What did I say about the cache?", False),
+    ("young people said nothing", False),
+])
+def test_asks_what_you_said(query: str, asks: bool) -> None:
+    from mnemon_core.recall.prior import asks_what_you_said
+
+    assert asks_what_you_said(query) is asks
+
+
+def test_a_question_about_the_assistants_words_lifts_the_reply_factor(mem: Memory) -> None:
+    put(mem, "said", "We keep the budget data in PostgreSQL now", 1, source="user")
+    put(mem, "reply", "Keeping budget data in PostgreSQL: budget data in PostgreSQL, budget data backups, budget "
+        "data indexes", 2, source="assistant")
+    for i in range(6):
+        put(mem, f"x{i}", f"unrelated note {i} about gardening", 3 + i)
+    # Asked what the assistant recommended, its reply is what the question is after; asked for help, the
+    # user's own statement stays first; the option off keeps the factor for both.
+    assert _smart(mem, "What did you recommend for budget data in PostgreSQL?", HYBRID)[:2] == ["reply", "said"]
+    assert _smart(mem, "Can you help with budget data in PostgreSQL?", HYBRID)[:2] == ["said", "reply"]
+    off = HYBRID.model_copy(update={"replies_asked_about": False})
+    assert _smart(mem, "What did you recommend for budget data in PostgreSQL?", off)[:2] == ["said", "reply"]
+    assert SPEC.replies_asked_about is False
+
+
 def test_a_person_named_like_no_role_keeps_their_score(mem: Memory) -> None:
     from mnemon_core.recall.prior import source_factor
 

@@ -96,6 +96,10 @@ class RecallConfig(BaseModel):
     source_factor: dict[str, float] = Field(
         default_factory=dict, description="score × this for an insight whose (lower-case) source is the key (prior.py)"
     )
+    replies_asked_about: bool = Field(
+        default=False, description="a query asking what its addressee said earlier (\"how did you recommend …\") "
+        "lifts source_factor: those replies are what it is after (prior.py)"
+    )
     update_margin: float = Field(
         default=0.0, ge=0, le=1, description="a newer result about the same query terms goes ahead of an older one "
         "whose score it is within this share of (updates.py); 0: off"
@@ -153,6 +157,7 @@ HYBRID = RecallConfig(
     similarity="relative",
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
+    replies_asked_about=True,
     update_margin=C.UPDATE_MARGIN,
     confidence="evidence",
     why_order="chains",

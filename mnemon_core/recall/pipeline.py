@@ -30,7 +30,7 @@ from .evidence import causal_support, coverage, forward, label, query_keys, sure
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
-from .prior import source_factor
+from .prior import asks_what_you_said, source_factor
 from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
@@ -81,6 +81,7 @@ class _Signals(NamedTuple):
     entity_keys: list[str]  # the query's entities (lower-case), sources it names included
     entity_posts: list[np.ndarray]  # of each: the nodes naming it (or said by it), sorted
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
+    source_factor: dict[str, float]  # the who-said-it prior for this query (prior.py)
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -203,8 +204,9 @@ def _signals(
         ends = cosine_of(view.intern([vector_rank[0], vector_rank[-1]]))
         floor = float(ends[1]) if len(vector_rank) >= k else config.vector_min_cos
         similarity_range = (floor, float(ends[0]))
+    factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes)
+                    term_nodes, factors)
 
 
 def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.ndarray:
@@ -418,7 +420,7 @@ def _run_flow(
     kw, ent, sim, term, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
     score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
-    prior = source_factor(view, nodes, config.source_factor)
+    prior = source_factor(view, nodes, sig.source_factor)
     if prior is not None:
         score = score * prior
     rows = _best_rows(view, nodes, score, limit)
