@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
+from mnemon_core.store import gindex
 from mnemon_core.store.base import ANN_MIN_ROWS
 
 ROOT = synth.ROOT
@@ -625,6 +626,9 @@ def main() -> None:
     for s in a.sizes.split(","):
         n = int(s)
         if a.index:
+            if n < gindex.MIN_ROWS:  # the store keeps no index file this small: nothing to compare
+                print(f"{n:,}: below gindex.MIN_ROWS ({gindex.MIN_ROWS:,}), no index file; skipped", file=sys.stderr)
+                continue
             row = rows.setdefault(n, {"n": n})
             data_dir(n)
             row["build"] = synth.build_info(data_dir(n) / "data" / "default" / "mnemon.db")
