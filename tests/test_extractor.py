@@ -116,6 +116,7 @@ def test_good_structured_answer_gives_the_exact_draft():
     assert (first["max_tokens"], first["temperature"], first["seed"], first["stream"]) == (
         512 + 3 * chunks[0].tokens, 0.0, 0, True)
     assert first["stream_options"] == {"include_usage": True}
+    assert first["cache_prompt"] is False  # llama.cpp's prompt cache changes greedy answers
     fmt = first["response_format"]
     assert (fmt["type"], fmt["json_schema"]["name"], fmt["json_schema"]["strict"]) == (
         "json_schema", "ExtractionAnswer", True)
@@ -550,10 +551,23 @@ def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Pat
     assert r.code == 0, r.err
     # Refused once, then sent without it for the rest of the run.
     assert [(q.get("temperature"), q.get("seed")) for q in s.requests] == [(0.7, 3), (0.7, None), (0.7, None)]
+    assert not any("cache_prompt" in q for q in s.requests)  # asked only where answers are to repeat
     for flags, error in ((["--temperature", "5"], "temperature must be between 0 and 2, got 5.0"),
                          (["--seed", "-1"], "seed must be a whole number of 0 or more, got -1")):
         r = cli("extract", str(FIX / "messages.json"), *flags, env=cli_env(s))
         assert (r.code, r.err) == (1, f"Error: {error}\n")
+
+
+def test_a_server_that_refuses_cache_prompt_gets_the_request_without_it(cli, tmp_path: Path):
+    def respond(req: dict[str, Any]) -> Reply:
+        if "cache_prompt" in req:
+            return Reply.error(400, "Unrecognized request argument supplied: cache_prompt")
+        return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
+
+    with FakeOpenAIServer(respond) as s:
+        r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(tmp_path / "d.json"), env=cli_env(s))
+    assert r.code == 0, r.err
+    assert ["cache_prompt" in q for q in s.requests] == [True, False, False]
 
 
 def test_the_progress_bar_shows_each_answers_tokens_per_second(monkeypatch: pytest.MonkeyPatch):

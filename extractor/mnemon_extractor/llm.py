@@ -14,8 +14,9 @@ bounds the wait for the first token and, the same, any gap between two tokens).
 Output modes, tried in this order and remembered once a server refuses one (HTTP 400/422):
 `structured` (a strict JSON schema in `response_format`), `json` (`response_format={"type": "json_object"}`,
 the schema in the prompt) and `text` (no response format; the JSON is cut out of the reply). Whatever the mode,
-the reply is parsed and validated here, never trusted. A server that refuses `seed` or `stream_options` gets
-the request again without it.
+the reply is parsed and validated here, never trusted. At temperature 0 the request asks the server not to
+reuse a cached prompt (`cache_prompt: false`, llama.cpp's: its cached state changes greedy answers). A server
+that refuses `seed`, `stream_options` or `cache_prompt` gets the request again without it.
 
 Failures: 429, 5xx and dropped connections are retried here (`max_retries`, honouring `Retry-After`); a
 timeout is not (the same request would wait out the same timeout), and its error names MNEMON_LLM_TIMEOUT and
@@ -59,7 +60,7 @@ MAX_ANSWER_TOKENS = 4096  # the longest answer asked for (a common server cap; l
 RETRY_BACKOFF_S = (0.5, 8.0)  # first pause and longest pause between retries, unless Retry-After says otherwise
 VALIDATION_ATTEMPTS = 2  # the first answer, and one retry that quotes the validation error
 MODES = ("structured", "json", "text")
-OPTIONAL_PARAMS = ("seed", "stream_options")  # dropped when a server refuses them by name
+OPTIONAL_PARAMS = ("seed", "stream_options", "cache_prompt")  # dropped when a server refuses them by name
 PROGRESS_EVERY_S = 0.5  # how often a streamed answer reports its progress
 # A local server needs no key, but the openai client insists on one.
 PLACEHOLDER_KEY = "not-needed"
@@ -437,6 +438,11 @@ class ChatLLM:
             params["seed"] = self.config.seed
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
+        if self.config.temperature == 0 and "cache_prompt" not in self._dropped:
+            # llama.cpp's server reuses the cached state of a prompt it has seen, and that state gives other
+            # logits than the same prompt read afresh ("can cause nondeterministic results"): a second run of
+            # one export at temperature 0 drafted other insights. Greedy answers must not depend on the cache.
+            params["extra_body"] = {"cache_prompt": False}
         for p in self._dropped:
             params.pop(p, None)
         msgs = list(messages)
