@@ -213,7 +213,7 @@ def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.nda
     """The cosine on the scale of the query's own nearest memories: 1 at the nearest, 0 at the floor and
     below. A calibrated cosine's spread differs by model and query — a long message is close to most queries —
     so, like BM25 over the query's best, the term says how near a memory is compared with the nearest."""
-    if best <= floor:
+    if best - floor <= 1e-9:  # no spread (float32 cosines differ by more): a tinier one would overflow the divide
         return (cosine >= best).astype(np.float64)
     return np.clip((cosine - floor) / (best - floor), 0.0, 1.0)
 
