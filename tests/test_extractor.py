@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -539,13 +540,18 @@ def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():
     assert (ex.last_report.tokens.prompt, ex.last_report.tokens.completion) == (50, 30)
 
 
-def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Path):
+def refusing(param: str) -> Callable[[dict[str, Any]], Reply]:
+    """A server that refuses `param` by name, as OpenAI refuses a field it does not know, and else answers."""
     def respond(req: dict[str, Any]) -> Reply:
-        if "seed" in req:
-            return Reply.error(400, "Unrecognized request argument supplied: seed")
+        if param in req:
+            return Reply.error(400, f"Unrecognized request argument supplied: {param}")
         return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
 
-    with FakeOpenAIServer(respond) as s:
+    return respond
+
+
+def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Path):
+    with FakeOpenAIServer(refusing("seed")) as s:
         r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(tmp_path / "d.json"),
                 "--temperature", "0.7", "--seed", "3", env=cli_env(s))
     assert r.code == 0, r.err
@@ -559,12 +565,7 @@ def test_temperature_and_seed_flags_and_a_server_without_seed(cli, tmp_path: Pat
 
 
 def test_a_server_that_refuses_cache_prompt_gets_the_request_without_it(cli, tmp_path: Path):
-    def respond(req: dict[str, Any]) -> Reply:
-        if "cache_prompt" in req:
-            return Reply.error(400, "Unrecognized request argument supplied: cache_prompt")
-        return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)
-
-    with FakeOpenAIServer(respond) as s:
+    with FakeOpenAIServer(refusing("cache_prompt")) as s:
         r = cli("extract", str(FIX / "chatgpt_conversations.json"), "-o", str(tmp_path / "d.json"), env=cli_env(s))
     assert r.code == 0, r.err
     assert ["cache_prompt" in q for q in s.requests] == [True, False, False]
