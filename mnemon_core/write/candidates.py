@@ -42,7 +42,6 @@ def semantic_candidates(
     if cosines:
         picks = [(i, c, c >= SEMANTIC_AUTO_LINK) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_REVIEW]
         picks = picks[:SEMANTIC_REVIEW_MAX]
-    rows = store.get_insights([p[0] for p in picks])
     if not picks and tokens:
         if by_overlap is None:
             by_overlap = store.token_hits(tokens, exclude=new.id, limit=SEMANTIC_TOKEN_POOL, order="overlap")
@@ -53,6 +52,8 @@ def semantic_candidates(
         rows = store.get_insights([i for i, _ in scored])
         scored.sort(key=lambda p: (-p[1], rows[p[0]].content if p[0] in rows else "", p[0]))
         picks = [(i, score, False) for i, score in scored[:SEMANTIC_REVIEW_MAX]]
+    else:
+        rows = store.get_insights([p[0] for p in picks])
     return [
         SemanticCandidate(id=i, content=rows[i].content, category=rows[i].category, cosine=round(c, 4),
                           auto_linked=auto)
