@@ -206,3 +206,45 @@ def test_edge_metadata_is_encoded_as_json_with_sorted_keys(value) -> None:
     """The cached encoding gives what `json.dumps` gives, also after a mapping with equal-hashing values."""
     for v in (value, {k: 1 for k in value}, {k: True for k in value}, value):
         assert metadata_json(v) == json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def _busy() -> sqlite3.OperationalError:
+    e = sqlite3.OperationalError("database is locked")
+    e.sqlite_errorcode = sqlite3.SQLITE_BUSY_RECOVERY  # type: ignore[attr-defined]
+    return e
+
+
+def test_an_open_refused_as_locked_is_tried_again(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SQLite may answer an open "database is locked" without waiting on the busy handler (several processes
+    # opening a WAL file right after its writer was killed): the open is tried again, not failed at once.
+    from mnemon_core.store import sqlite as module
+
+    real, tries = SQLiteStore._open, []
+
+    def flaky(self, readonly: bool) -> None:
+        tries.append(readonly)
+        if len(tries) < 3:
+            raise _busy()
+        real(self, readonly)
+
+    monkeypatch.setattr(module, "OPEN_RETRY_S", 0.001)
+    SQLiteStore(tmp_path / "m.db").close()
+    monkeypatch.setattr(SQLiteStore, "_open", flaky)
+    store = SQLiteStore(tmp_path / "m.db")
+    assert len(tries) == 3 and store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+
+
+def test_an_open_locked_past_the_busy_timeout_fails_in_one_line(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemon_core.errors import StoreError
+    from mnemon_core.store import sqlite as module
+
+    def locked(self, readonly: bool) -> None:
+        raise _busy()
+
+    monkeypatch.setattr(module, "OPEN_RETRY_S", 0.001)
+    monkeypatch.setattr(module, "BUSY_TIMEOUT_MS", 30)
+    monkeypatch.setattr(SQLiteStore, "_open", locked)
+    with pytest.raises(StoreError) as caught:
+        SQLiteStore(tmp_path / "m.db")
+    assert str(caught.value) == f"cannot open database {tmp_path / 'm.db'}: database is locked"

@@ -16,6 +16,7 @@ import shutil
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Collection, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +38,7 @@ from .sql import (
 from .vectors import VectorCache, decode, encode
 
 BUSY_TIMEOUT_MS = WRITE_LOCK_TIMEOUT_S * 1000
+OPEN_RETRY_S = 0.05  # between tries of an open SQLite refused as locked
 _VECTOR_CHUNK = 20_000  # rows per fetch while the vector matrix loads
 
 DIALECT = Dialect(
@@ -362,15 +364,38 @@ class SQLiteStore(SQLStore):
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
         self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self._open(readonly)
+                break
+            except sqlite3.Error as e:
+                # SQLite answers some opens "database is locked" at once, past the busy handler (seen with
+                # several processes opening a WAL database right after its writer was killed): such an
+                # open is tried again, as a locked write waits, until the busy timeout.
+                if _code(e) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) and time.monotonic() < deadline:
+                    time.sleep(OPEN_RETRY_S)
+                    continue
+                # A file this user may read but not write (or create its WAL beside): say how to read it.
+                unwritable = _code(e) == sqlite3.SQLITE_READONLY or (
+                    _code(e) == sqlite3.SQLITE_CANTOPEN and os.access(self.path, os.R_OK))
+                hint = " (--readonly reads it)" if not readonly and unwritable else ""
+                raise StoreError(f"cannot open database {self.path}: {e}{hint}", path=str(self.path)) from e
+            except OSError as e:  # the data directory is a file, under a file, not writable, ...
+                raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
+                                 path=str(self.path)) from e
+
+    def _open(self, readonly: bool) -> None:
+        """Connect (`self.db`), set the connection up, and bring the schema up to date (not when read-only)."""
+        if readonly:
+            if not self.path.exists():
+                raise StoreError(f"database not found: {self.path}", path=str(self.path))
+            self.db = self._open_readonly()
+        else:
+            make_private_dirs(self.path.parent)
+            create_private_file(self.path)
+            self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
         try:
-            if readonly:
-                if not self.path.exists():
-                    raise StoreError(f"database not found: {self.path}", path=str(self.path))
-                self.db = self._open_readonly()
-            else:
-                make_private_dirs(self.path.parent)
-                create_private_file(self.path)
-                self.db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
             self._file = _file_id(self.path)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self.db.execute("PRAGMA foreign_keys = ON")
@@ -384,15 +409,9 @@ class SQLiteStore(SQLStore):
                     f"{self.path} needs a schema upgrade, which --readonly cannot do: run one command on it "
                     "without --readonly (as a user who may write it)", path=str(self.path),
                 )
-        except sqlite3.Error as e:
-            # A file this user may read but not write (or create its WAL beside): say how to read it.
-            unwritable = _code(e) == sqlite3.SQLITE_READONLY or (
-                _code(e) == sqlite3.SQLITE_CANTOPEN and os.access(self.path, os.R_OK))
-            hint = " (--readonly reads it)" if not readonly and unwritable else ""
-            raise StoreError(f"cannot open database {self.path}: {e}{hint}", path=str(self.path)) from e
-        except OSError as e:  # the data directory is a file, under a file, not writable, ...
-            raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
-                             path=str(self.path)) from e
+        except BaseException:
+            self.db.close()  # a failed open holds no connection (and a retry opens its own)
+            raise
 
     def _open_readonly(self) -> sqlite3.Connection:
         """`mode=ro`. A WAL database is read through its index file (-shm); where this user cannot create it
