@@ -41,7 +41,7 @@ def server_url(given: str | None) -> str:
         return given
     import pgserver
 
-    srv = pgserver.get_server(WORK / "pgdata", cleanup_mode=None)  # kept between runs, like the SQLite cache
+    srv = pgserver.get_server(WORK / "pgdata", cleanup_mode="stop")  # its data kept between runs; stopped at exit
     return srv.get_uri()
 
 
