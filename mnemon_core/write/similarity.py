@@ -42,28 +42,32 @@ _ROWS_PER_PRODUCT = 32_768
 
 
 class BatchCosines:
-    """`cosines` for every insight of one import batch from one matrix product, not a scan per insight.
+    """`cosines` for every insight of one import batch, computed before the batch writes, not a scan per insight.
 
     Insight i of the batch is compared with the store's embedded active insights as of the batch's start and
     with the batch's insights written before it (as the per-insight scan inside the batch's transaction would
-    see them): the first from the product of the store's matrix with the batch's vectors (only the cosines
-    ≥ floor are kept), the second from the batch's own Gram matrix. A store that keeps an ANN index answers
-    each insight from it instead (sub-linear, `cosines`)."""
+    see them). The first comes from the product of the store's matrix with the batch's vectors (only the
+    cosines ≥ floor are kept), or, in a store that keeps an ANN index, from one index search per insight made
+    before the batch writes (so the index's exact delta is read once per batch, not once per write); the second
+    from the batch's own Gram matrix."""
 
     def __init__(
         self, store: Store, model: str, calibration: Calibration, vectors: dict[int, np.ndarray], *, floor: float,
     ) -> None:
-        self._store, self._model, self._cal, self._floor = store, model, calibration, floor
-        self._vectors = vectors
+        self._floor = floor
         self._col = {i: c for c, i in enumerate(sorted(vectors))}
         self._written: list[tuple[int, str]] = []  # (column, id) of the batch's insights written so far
-        dim = int(next(iter(vectors.values())).shape[0]) if vectors else 0
-        self._index = store.ann_index(model, dim) if vectors else None
         self._found: dict[int, dict[str, float]] = {c: {} for c in self._col.values()}
-        if not vectors or self._index is not None:
+        if not vectors:
             return
         batch = np.stack([vectors[i] for i in sorted(vectors)]).astype(np.float32)
         self._gram = np.asarray(calibration(batch @ batch.T))
+        dim = int(batch.shape[1])
+        index = store.ann_index(model, dim)
+        if index is not None:
+            for c, v in enumerate(batch):
+                self._found[c] = cosines(store, model, calibration, v, index, floor=floor)
+            return
         ids, mat = store.vector_matrix(model, dim)
         least = calibration.raw_floor(floor)
         for lo in range(0, len(ids), _ROWS_PER_PRODUCT):
@@ -76,8 +80,6 @@ class BatchCosines:
 
     def of(self, i: int) -> dict[str, float]:
         """{id: calibrated cosine ≥ floor} for the batch's insight i (its draft index)."""
-        if self._index is not None:
-            return cosines(self._store, self._model, self._cal, self._vectors[i], self._index, floor=self._floor)
         c = self._col[i]
         out = dict(self._found[c])
         for other, id_ in self._written:
@@ -88,7 +90,7 @@ class BatchCosines:
 
     def wrote(self, i: int, id_: str) -> None:
         """The batch's insight i was written as id_ (later insights of the batch see it)."""
-        if self._index is None and i in self._col:
+        if i in self._col:
             self._written.append((self._col[i], id_))
 
     def forget_written(self) -> None:
