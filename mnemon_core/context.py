@@ -36,8 +36,7 @@ class Context:
     warn: Callable[[str], None]  # one warning per call on stderr
     embed_texts: Callable[[Sequence[str]], np.ndarray | None]  # vectors, or None (one warning) when off or failing
     cosines: Cosines  # calibrated cosine ≥ floor with every embedded active insight
-    # before a write: fold new vectors into a stale ANN file (and with build=True, import's batches, make one)
-    fold_stale_index: Callable[..., None]
+    fold_stale_index: Callable[[int], None]  # before a write: fold new vectors into a stale ANN file
 
     @property
     def store(self) -> Store:

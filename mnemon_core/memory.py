@@ -49,7 +49,6 @@ from .models import (
     StatusResult,
 )
 from .store import Filters, Store, open_store
-from .store import base as store_base
 from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
@@ -185,23 +184,14 @@ class Memory:
         index = self.store.ann_index(emb.name, int(vector.shape[0]))
         return similarity.cosines(self.store, emb.name, emb.calibration, vector, index, floor=floor)
 
-    def _fold_stale_index(self, dim: int, *, build: bool = False) -> None:
+    def _fold_stale_index(self, dim: int) -> None:
         """Before a write (outside its transaction, so the file never holds rows that may roll back): fold the
         rows written since the store's ANN file was built into it once they are many. Each search scans
-        those rows exactly, so without this a store grown by remember alone slows down until `embed --all`.
-        With `build` (import, between batches), also build the file once the store holds `ANN_MIN_ROWS`
-        vectors: from there each batch asks the index instead of multiplying every stored vector, so a large
-        import stays near-linear. (remember leaves the build to `embed --all`: one call must not take minutes.)"""
+        those rows exactly, so without this a store grown by remember alone slows down until `embed --all`."""
         emb = self.embedder
-        if emb is None:
-            return
-        store = self.store
-        index = store.ann_index(emb.name, dim)
-        if index is not None:
-            if index.stale():
-                store.maintain_vector_index(emb.name, dim)
-        elif build and len(store.vector_matrix(emb.name, dim)[0]) >= store_base.ANN_MIN_ROWS:
-            store.maintain_vector_index(emb.name, dim)
+        index = self.store.ann_index(emb.name, dim) if emb is not None else None
+        if index is not None and index.stale():
+            self.store.maintain_vector_index(emb.name, dim)
 
     def _maintain_index(self) -> None:
         """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best

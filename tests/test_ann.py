@@ -273,23 +273,3 @@ def test_writes_fold_a_large_delta_into_the_file(data_dir: Path, monkeypatch: py
         mem.import_draft(draft)  # the batch folds the four remembered since, then adds its three
         index = mem.store.ann_index(MODEL, DIM)
         assert index.size() == 68 and index.delta() == 3
-
-
-def test_import_builds_the_file_once_the_store_is_large(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An import's batches past ANN_MIN_ROWS vectors ask the index instead of multiplying every stored vector:
-    the batch that starts with that many builds the file; remember never does (one call must not take minutes)."""
-    from mnemon_core.write import importer
-
-    monkeypatch.setattr(base, "ANN_MIN_ROWS", 25)
-    monkeypatch.setattr(importer, "IMPORT_BATCH", 10)
-    with Memory(embedder=_Embedder()) as mem:
-        for i in range(30):
-            mem.remember(f"{_TOPICS[i % len(_TOPICS)]} note {i}", category="fact")
-        assert mem.store.ann_index(MODEL, DIM) is None  # 30 vectors, remembered: no file
-        draft = {"schema_version": "1", "insights": [{"content": f"imported {_TOPICS[i % 6]} {i}"} for i in range(25)]}
-        assert mem.import_draft(draft).imported == 25
-        index = mem.store.ann_index(MODEL, DIM)
-        # Built before the first batch (30 vectors stored), the 25 imported after it are its exact delta.
-        assert index is not None and index.size() == 30 and index.delta() == 25
-        top = mem.recall("imported cache 3", verbose=True).results[0]
-        assert top.insight.content == "imported cache 3"

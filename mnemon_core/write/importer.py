@@ -85,7 +85,7 @@ class _Importer:
         model = emb.name if vecs is not None and emb is not None else None
         if vecs is not None:
             vectors = dict(zip(todo, vecs))
-            ctx.fold_stale_index(int(vecs.shape[1]), build=True)
+            ctx.fold_stale_index(int(vecs.shape[1]))
         now, ts = ctx.clock()
         self._cos = similarity.BatchCosines(store, model, emb.calibration, vectors, floor=SEMANTIC_AUTO_LINK) if (
             vectors and emb is not None and model is not None) else None
