@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from mnemon_core import AsyncMemory, Memory
+from mnemon_core.memory import iso
 
 SCRIPT = [
     ("remember", ("We chose SQLite because the team lacks Redis experience",), {"category": "decision", "importance": 5}),
@@ -38,7 +40,11 @@ def dump(result):
     return result.model_dump(mode="json")
 
 
-async def test_sync_and_async_give_the_same_results(tmp_path: Path) -> None:
+async def test_sync_and_async_give_the_same_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One clock for both stores: run apart, their writes can fall either side of a second, and the hybrid
+    # recipe puts a newer insight that says the same first (`newer_first`), so the order would differ.
+    now = time.time()
+    monkeypatch.setattr(Memory, "_now", lambda self: (iso(now), now))
     sync = Memory(data_dir=tmp_path / "s", embedder=None)
     amem = AsyncMemory(data_dir=tmp_path / "a", embedder=None)
     for name, args, kwargs in SCRIPT:
