@@ -6,10 +6,10 @@ always split them), BEAM's chats alternately (1, 3, 5, … / 2, 4, 6, …: the f
 batches, the last five five). The objective is the mean R@10 over the fold's benchmarks and modes, so each counts
 the same however many questions it has. The weights with vectors are the no-vector weights (LoCoMo's
 cross-validated set, `locomo.py --fit`) scaled by 1 - share with `share` on similarity; a grid of shares, reply
-factors and similarity terms (`SHARES`, `REPLIES`, `SIMILARITIES`: the calibrated cosine or the cosine relative
-to the query's nearest, and the shipped set) is scored once per conversation, the best on one fold
-is tested on the other, and the best on everything is the shipped set (`HYBRID_WEIGHTS`,
-`REPLY_SOURCE_FACTOR` in `mnemon_core/recall/constants.py`). Nothing is fitted per benchmark or per question.
+factors, similarity terms and preference factors (`SHARES`, `REPLIES`, `SIMILARITIES`: the calibrated cosine or
+the cosine relative to the query's nearest, `PREFERENCES`; and the shipped set) is scored once per conversation,
+the best on one fold is tested on the other, and the best on everything is the shipped set (`HYBRID_WEIGHTS`,
+`REPLY_SOURCE_FACTOR`, `PREFERENCE_FACTOR` in `mnemon_core/recall/constants.py`). Nothing is fitted per benchmark or per question.
 (A grid, not `locomo.fit`'s coordinate ascent over every weight: on a shared two-core machine one ascent over
 both benchmarks took longer than a session.)
 
@@ -45,24 +45,26 @@ def folds(locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation]) -> t
 
 
 # The grid: the weights with vectors are the no-vector weights (fitted on LoCoMo, `locomo.py --fit`) scaled by
-# 1 - share, with `share` on similarity, so both modes rank by one weight set; the share and the reply factor
-# are the values searched.
+# 1 - share, with `share` on similarity, so both modes rank by one weight set; the share, the reply factor and
+# the preference factor are the values searched.
 SHARES = (0.1, 0.15, 0.2, 0.25, 0.3)
 REPLIES = (0.6, 0.8)
 SIMILARITIES = ("relative", "cosine")  # the rerank's similarity term (RecallConfig.similarity)
+PREFERENCES = (1.0, 1.3, 1.6)  # a stated preference's factor for a request (RecallConfig.preference_factor)
 
 
 def candidates(shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES,
-               similarities: Sequence[str] = SIMILARITIES) -> list[L.Fitted]:
-    """Every (similarity share, reply factor, similarity term) of the grid as a fitted set, the shipped one
-    first."""
+               similarities: Sequence[str] = SIMILARITIES,
+               preferences: Sequence[float] = PREFERENCES) -> list[L.Fitted]:
+    """Every (similarity share, reply factor, similarity term, preference factor) of the grid as a fitted set,
+    the shipped one first."""
     shipped = L.Fitted.shipped()
     nv = shipped.no_vectors
     out = [shipped]
     for share in shares:
         vectors = L._normalised([nv[0] * (1 - share), nv[1] * (1 - share), share, nv[3] * (1 - share)])
-        out += [dataclasses.replace(shipped, vectors=vectors, reply=r, similarity=sim)
-                for sim in similarities for r in replies]
+        out += [dataclasses.replace(shipped, vectors=vectors, reply=r, similarity=sim, preference=p)
+                for sim in similarities for r in replies for p in preferences]
     return list(dict.fromkeys(out))
 
 
@@ -87,13 +89,14 @@ def _objective(table: Table, part: Benchmarks, kinds: Sequence[str], cand: int) 
 
 def cross_validate(
     locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation], *, beam_vectors: Sequence[str] | None = None,
-    shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES, store_dir: Path | None = None,
+    shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES,
+    preferences: Sequence[float] = PREFERENCES, store_dir: Path | None = None,
     seed: int = 0, kinds: Sequence[str] = KINDS, log: Any = sys.stderr,
 ) -> str:
     """Markdown: per test fold, the grid's set chosen on the other fold and R@10 per benchmark and mode beside the
     shipped recipe's; then the choice on everything (in sample). Every candidate is scored once per
     conversation; a fold's R@10 is over its questions. `beam_vectors` limits mnemon-local to those BEAM chats."""
-    cands = candidates(shares, replies)
+    cands = candidates(shares, replies, preferences=preferences)
     a, b = folds(locomo, beam)
     everything: Benchmarks = {"LoCoMo": list(locomo), "BEAM": list(beam)}
     table: Table = {}
@@ -104,7 +107,7 @@ def cross_validate(
             seen: dict[Any, int] = {}
             for i, cand in enumerate(cands):
                 # Without vectors the weights with vectors play no part: candidates differing only there score alike.
-                key = cand if kind == "mnemon-local" else (cand.no_vectors, cand.decay, cand.reply)
+                key = cand if kind == "mnemon-local" else (cand.no_vectors, cand.decay, cand.reply, cand.preference)
                 for conv in convs:
                     if key in seen:
                         table[(conv.sample_id, kind, i)] = table[(conv.sample_id, kind, seen[key])]
@@ -114,8 +117,9 @@ def cross_validate(
                 seen.setdefault(key, i)
                 print(f"  {kind} {cand}: {_objective(table, everything, [kind], i):.4f}", file=log)
     head = ["fitted on", "tested on", "weights with vectors (kw, ent, sim, graph)", "similarity", "reply",
+            "preference",
             *(f"{bench} {kind.split('-')[1]}: fitted / shipped" for kind in kinds for bench in everything)]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: |" + " ---: |" * 2 * len(kinds)]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: | ---: |" + " ---: |" * 2 * len(kinds)]
 
     def names(part: Benchmarks) -> str:
         return ", ".join(c.sample_id for convs in part.values() for c in convs)
@@ -125,7 +129,8 @@ def cross_validate(
         got = cands[best]
         cells = ["all", "all (in sample)"] if train is everything else [names(train), names(test)]
         local = "mnemon-local" in kinds
-        cells += [str(got.vectors) if local else "-", got.similarity if local else "-", f"{got.reply:.2f}"]
+        cells += [str(got.vectors) if local else "-", got.similarity if local else "-", f"{got.reply:.2f}",
+                  f"{got.preference:.2f}"]
         for kind in kinds:
             fitted, shipped = _fold_r10(table, test, kind, best), _fold_r10(table, test, kind, 0)
             cells += [f"{fitted[n]:.3f} / {shipped[n]:.3f}" if n in fitted else "-" for n in everything]
@@ -144,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "(default: %(default)s)")
     p.add_argument("--replies", default=",".join(map(str, REPLIES)), help="reply factors of the grid "
                    "(default: %(default)s)")
+    p.add_argument("--preferences", default=",".join(map(str, PREFERENCES)), help="preference factors of the "
+                   "grid (default: %(default)s)")
     p.add_argument("--beam-vectors", default="", help="comma-separated BEAM chats mnemon-local is scored on "
                    "(default: all)")
     args = p.parse_args(argv)
@@ -160,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = cross_validate(L.load_conversations(args.locomo), B.load_chats(args.beam),
                            beam_vectors=[c.strip() for c in args.beam_vectors.split(",") if c.strip()] or None,
                            shares=floats(args.shares), replies=floats(args.replies),
+                           preferences=floats(args.preferences),
                            store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
                            kinds=kinds)
     print(table + f"\nCommand:\n\n    {command}\n")

@@ -612,6 +612,7 @@ VARIANTS = (
     Variant("no recency signal", _same, recency=False),
     Variant("an assistant's reply × 1 (no who-said-it prior)", _set(source_factor={})),
     Variant("\"did you …\" keeps the reply factor", _set(replies_asked_about=False)),
+    Variant("a stated preference × 1 for a request (no preference prior)", _set(preference_factor=1.0)),
     Variant("no update order (margin 0)", _set(update_margin=0.0)),
     Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
     Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),
@@ -744,6 +745,7 @@ class Fitted:
     decay: float
     reply: float  # score factor of a message whose source is "assistant"
     similarity: str = "relative"  # the rerank's similarity term: "relative" or "cosine" (RecallConfig)
+    preference: float = 1.0  # score factor of a stated preference when the query is a request
 
     @classmethod
     def shipped(cls) -> Fitted:
@@ -752,7 +754,7 @@ class Fitted:
         intent = next(iter(HYBRID.rerank_weights))
         return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
                    HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0),  # type: ignore[union-attr]
-                   HYBRID.similarity)
+                   HYBRID.similarity, HYBRID.preference_factor)
 
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
@@ -766,6 +768,7 @@ class Fitted:
             "flow": HYBRID.flow.model_copy(update={"decay": self.decay}),  # type: ignore[union-attr]
             "source_factor": {**HYBRID.source_factor, "assistant": self.reply},
             "similarity": self.similarity,
+            "preference_factor": self.preference,
         })
 
 

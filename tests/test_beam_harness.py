@@ -167,22 +167,23 @@ def test_fitted_shipped_is_the_hybrid_recipe() -> None:
             assert config.weights(intent, vectors) == pytest.approx(HYBRID.weights(intent, vectors))
     assert config.flow == HYBRID.flow and config.source_factor == HYBRID.source_factor
     assert config.similarity == HYBRID.similarity == "relative"
-    changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25, "cosine").config()
+    assert config.preference_factor == HYBRID.preference_factor == shipped.preference
+    changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25, "cosine", 1.6).config()
     assert changed.flow.decay == 0.5 and changed.source_factor == {"assistant": 0.25}
-    assert changed.similarity == "cosine"
+    assert changed.similarity == "cosine" and changed.preference_factor == 1.6
 
 
 def test_fit_grid_mixes_the_no_vector_weights_with_a_similarity_share() -> None:
     from benchmarks import fit as F
 
     shipped = L.Fitted.shipped()
-    cands = F.candidates((0.2,), (0.7,))
+    cands = F.candidates((0.2,), (0.7,), preferences=(1.0, 1.5))
     nv = shipped.no_vectors
-    assert cands[0] == shipped and len(cands) == 3
-    for cand, sim in zip(cands[1:], ("relative", "cosine")):
+    assert cands[0] == shipped and len(cands) == 5
+    for cand, (sim, pref) in zip(cands[1:], [("relative", 1.0), ("relative", 1.5), ("cosine", 1.0), ("cosine", 1.5)]):
         assert cand.vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)
         assert cand.no_vectors == nv and cand.reply == 0.7 and cand.decay == shipped.decay
-        assert cand.similarity == sim
+        assert cand.similarity == sim and cand.preference == pref
 
 
 def test_fit_objective_counts_each_benchmark_the_same() -> None:

@@ -321,6 +321,48 @@ def test_a_question_about_the_assistants_words_lifts_the_reply_factor(mem: Memor
     assert SPEC.replies_asked_about is False
 
 
+@pytest.mark.parametrize(("query", "asks"), [
+    ("Can you walk me through drawing a red card?", True),
+    ("Could you help me plan my writing sessions?", True),
+    ("How should I structure my cover letter?", True),
+    ("What tools or software would you suggest I use?", True),
+    ("Where do you think I should work on my essay?", True),
+    ("I'm applying for a job in the UK. How should I format it?", True),
+    ("How did you recommend handling retries?", False),  # what the assistant said: asks_what_you_said
+    ("What did Caroline recommend to Melanie?", False),
+    ("What is the probability of drawing a red card?", False),
+    ("Have I used Bootstrap before?", False),
+])
+def test_asks_for_help(query: str, asks: bool) -> None:
+    from mnemon_core.recall.prior import asks_for_help
+
+    assert asks_for_help(query) is asks
+
+
+def test_a_stated_preference_answers_a_request(mem: Memory) -> None:
+    from mnemon_core.recall.graph import graph_view
+    from mnemon_core.recall.prior import preference_factor
+
+    put(mem, "pref", "I prefer step-by-step explanations of probability with cards", 1)
+    put(mem, "card", "Drawing a red card has probability 1/2", 2)
+    put(mem, "tag", "Short worked examples suit me for probability problems", 3, category="preference")
+    for i in range(6):
+        put(mem, f"x{i}", f"unrelated note {i} about gardening", 4 + i)
+    # Which insights state a preference: a preference word among the terms, or the preference category.
+    view = graph_view(mem.store)
+    view.sync()
+    nodes = view.intern(["pref", "card", "tag", "x0"])
+    assert preference_factor(view, nodes, 1.3).tolist() == [1.3, 1.0, 1.3, 1.0]
+    assert preference_factor(view, nodes, 1.0) is None
+    # Asked for help, how the user likes to learn comes before the card fact; asked a question, or with the
+    # factor off (the spec recipe has none), the fact leads.
+    ask = "Can you explain the probability of drawing a red card, step by step?"
+    assert HYBRID.preference_factor == 1.3 and SPEC.preference_factor == 1.0
+    assert _smart(mem, ask, HYBRID)[:3] == ["pref", "card", "tag"]
+    assert _smart(mem, ask, HYBRID.model_copy(update={"preference_factor": 1.0}))[:3] == ["card", "pref", "tag"]
+    assert _smart(mem, "What is the probability of drawing a red card step by step?", HYBRID)[:2] == ["card", "pref"]
+
+
 def test_a_person_named_like_no_role_keeps_their_score(mem: Memory) -> None:
     from mnemon_core.recall.prior import source_factor
 

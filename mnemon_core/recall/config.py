@@ -100,6 +100,10 @@ class RecallConfig(BaseModel):
         default=False, description="a query asking what its addressee said earlier (\"how did you recommend …\") "
         "lifts source_factor: those replies are what it is after (prior.py)"
     )
+    preference_factor: float = Field(
+        default=1.0, gt=0, description="score × this for an insight that states a preference when the query asks "
+        "for help or advice (prior.py); 1: off"
+    )
     update_margin: float = Field(
         default=0.0, ge=0, le=1, description="a newer result about the same query terms goes ahead of an older one "
         "whose score it is within this share of (updates.py); 0: off"
@@ -158,6 +162,7 @@ HYBRID = RecallConfig(
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
     replies_asked_about=True,
+    preference_factor=C.PREFERENCE_FACTOR,
     update_margin=C.UPDATE_MARGIN,
     confidence="evidence",
     why_order="chains",

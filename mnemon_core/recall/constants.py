@@ -70,6 +70,13 @@ ROLE_SOURCES = frozenset({"user", "assistant", "agent", "system", "import", "cha
 # Who said it (prior.py): an assistant's reply in an imported chat restates what the user said at length; its
 # score is multiplied by this (chosen by cross-validation over LoCoMo and BEAM: benchmarks/RESULTS.md, "BEAM").
 REPLY_SOURCE_FACTOR: dict[str, float] = {"assistant": 0.6}
+# A stated preference answers a request (prior.py): for a query asking for help or advice, the score of an insight
+# in the preference category or holding one of these stemmed words (prefer, preferred, preference, rather,
+# favourite) is multiplied by PREFERENCE_FACTOR (chosen by the cross-validation over LoCoMo and BEAM:
+# benchmarks/RESULTS.md, "BEAM").
+PREFERENCE_CATEGORY = "preference"
+PREFERENCE_TERMS = ("prefer", "rather", "favorit", "favourit")
+PREFERENCE_FACTOR = 1.3
 # Knowledge updates (updates.py): a newer result goes ahead of an older one when it scores at least
 # (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP).
 UPDATE_MARGIN = 0.1

@@ -30,7 +30,7 @@ from .evidence import causal_support, coverage, forward, label, query_keys, sure
 from .flow import relevance_flow
 from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
-from .prior import asks_what_you_said, source_factor
+from .prior import asks_for_help, asks_what_you_said, preference_factor, source_factor
 from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
@@ -82,6 +82,7 @@ class _Signals(NamedTuple):
     entity_posts: list[np.ndarray]  # of each: the nodes naming it (or said by it), sorted
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
     source_factor: dict[str, float]  # the who-said-it prior for this query (prior.py)
+    preference_factor: float  # of an insight stating a preference, for this query (prior.py; 1: none)
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -205,8 +206,9 @@ def _signals(
         floor = float(ends[1]) if len(vector_rank) >= k else config.vector_min_cos
         similarity_range = (floor, float(ends[0]))
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
+    prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
     return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes, factors)
+                    term_nodes, factors, prefers)
 
 
 def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.ndarray:
@@ -420,9 +422,10 @@ def _run_flow(
     kw, ent, sim, term, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
     score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
-    prior = source_factor(view, nodes, sig.source_factor)
-    if prior is not None:
-        score = score * prior
+    for prior in (source_factor(view, nodes, sig.source_factor),
+                  preference_factor(view, nodes, sig.preference_factor)):
+        if prior is not None:
+            score = score * prior
     rows = _best_rows(view, nodes, score, limit)
     if config.update_margin > 0 and sig.term_nodes and len(rows) > 1:
         picked = nodes[rows]
