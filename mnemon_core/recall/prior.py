@@ -73,7 +73,6 @@ def source_factor(view: GraphView, nodes: np.ndarray, factors: Mapping[str, floa
     return out
 
 
-
 def preference_factor(view: GraphView, nodes: np.ndarray, factor: float) -> np.ndarray | None:
     """Per node, `factor` where the insight states a preference (its category, or a preference word among its
     stemmed terms), else 1; None when the factor is 1."""
