@@ -591,6 +591,11 @@ def test_edges_that_link_each_insight_to_the_next_and_copies_of_the_example_are_
         run = extractor(s).run(FIX / "messages.json")
     assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
     assert run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
+    # Every second insight is a chain too (the 1.5B model's 0 -> 2, 1 -> 3, ... past its insights, one reason).
+    skips = {"insights": facts, "edges": [{**e, "target_index": e["source_index"] + 2} for e in chained]}
+    with FakeOpenAIServer([Reply.json(skips)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft.edges == [] and run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
 
 
 def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():

@@ -425,7 +425,7 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
         edges.append((s_i, t_i, e))
     nexts = chain(given)
     dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
-                 "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
+                 "one a fixed step further on") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
     edges = [x for x in edges if x[:2] not in nexts]
     # A hub too is judged on the edges as given: a star whose other rays were dropped for another reason is
     # still a star (Qwen2.5-Coder 1.5B linked one fact to 7 of 10 insights, 3 of the reasons naming neither end).
