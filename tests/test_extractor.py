@@ -503,6 +503,26 @@ def test_a_cut_off_answer_of_a_chunk_that_cannot_be_halved_is_partial():
     assert r.dropped[1].item.startswith('{"source_index": 1, "target_index": 0')
 
 
+def test_a_cut_off_answers_insights_are_kept_but_not_listed_to_later_chunks():
+    """A whole answer's insights are listed to the chunks after it; a cut-off answer's (a model that did not
+    finish, often one repeating itself) go to the draft without being listed."""
+    from mnemon_extractor.readers import Conversation, Message
+
+    cut = json.dumps({"insights": [QDRANT]})[:-2] + ', {"content": "' + "Qdrant " * 4000
+    replies = {"Search": Reply.text(cut), "Latency": Reply.json({"insights": [LATENCY], "edges": []}),
+               "Style": Reply.json(CHUNK2)}
+    chats = [Conversation(title, [Message("user", f"{title}: a short note about the search service.")])
+             for title in replies]
+    with FakeOpenAIServer(lambda req: replies[req["messages"][1]["content"].split('"')[1]]) as s:
+        ex = extractor(s)
+        run = ex.run_conversations(chats)
+    assert [c.outcome for c in run.report.calls] == ["partial", "ok", "ok"]
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    prompts = [q["messages"][1]["content"] for q in s.requests]
+    assert QDRANT["content"] not in prompts[1] + prompts[2]
+    assert LATENCY["content"] not in prompts[1] and LATENCY["content"] in prompts[2]
+
+
 @pytest.mark.parametrize(("text", "held"), [
     (ENDLESS, "no complete insight"),
     (json.dumps({"insights": [{**TERSE, "content": "Morning"}, {**TERSE, "content": "Thanks!"}]})[:-2]

@@ -201,11 +201,15 @@ def _negations(content: str) -> frozenset[str]:
 
 @dataclass
 class Collected:
-    """The draft being built: insights (merged as they arrive) and edges between global indices."""
+    """The draft being built: insights (merged as they arrive) and edges between global indices. `shown`: the
+    insights a whole answer gave, the ones later prompts list; a cut-off answer's are kept but not shown (the
+    1.5B model, shown the Typst insights of a cut-off answer for messages 10-14, listed them again for 15-20
+    until it was cut off, and lost the Redis removal it wrote without them)."""
 
     insights: list[dict[str, Any]] = field(default_factory=list)
     edges: dict[tuple[int, int, str], dict[str, Any]] = field(default_factory=dict)
     merged: int = 0
+    shown: set[int] = field(default_factory=set)
     _keys: dict[str, int] = field(default_factory=dict)
     _tokens: list[frozenset[str]] = field(default_factory=list)
     _index: dict[str, set[int]] = field(default_factory=dict)
@@ -623,8 +627,8 @@ class Extractor:
     def _chunk(self, chunk: Chunk, run: _Run, depth: int) -> int:
         """Extract one chunk (or a half of one) into `run`; returns how many insights the model gave for it."""
         collected = run.collected
-        k = min(self.context_insights, len(collected.insights))
-        earlier_ids = list(range(len(collected.insights) - k, len(collected.insights)))[::-1]  # -1 first
+        shown = sorted(collected.shown)
+        earlier_ids = shown[len(shown) - min(self.context_insights, len(shown)):][::-1]  # -1 first
         earlier = [collected.insights[i] for i in earlier_ids]
         header = (f'Conversation "{chunk.conversation}", part {chunk.index + 1} of {run.total} '
                   f"(messages {chunk.span}).")
@@ -671,6 +675,8 @@ class Extractor:
         for ins in value.insights:
             ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk), "session": session}
             local.append(collected.add(ins))
+            if outcome != "partial":
+                collected.shown.add(local[-1])
 
         def glob(v: int) -> int:
             return local[v] if v >= 0 else earlier_ids[-v - 1]
