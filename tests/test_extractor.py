@@ -101,7 +101,7 @@ def test_good_structured_answer_gives_the_exact_draft():
     assert (report.pop("seconds") >= 0, report.pop("tokens_per_s") > 0) == (True, True)
     assert report == {
         "file": str(FIX / "chatgpt_conversations.json"), "format": "chatgpt", "model": "fake-model",
-        "mode": "structured", "conversations": 2, "messages": 6, "chunks": 2, "chunks_failed": 0,
+        "mode": "structured", "conversations": 2, "messages": 6, "chunks": 2, "chunks_failed": 0, "partial": 0,
         "insights": 3, "merged": 0, "edges": 1, "failures": [], "insights_dropped": 0, "edges_dropped": 0,
         "dropped_by_rule": {}, "dropped": [], "splits": 0,
         "tokens": {"prompt": 200, "completion": 40, "total": 240},
@@ -451,13 +451,96 @@ def test_halves_that_come_back_empty_after_a_cut_off_fail_the_chunk(tmp_path: Pa
     assert "all 1 chunks failed" in str(e.value)
 
 
+# An answer that never writes one insight in full: the content of its first insight goes on past any limit.
+ENDLESS = '{"insights": [{"content": "The search service ' + "really " * 5000
+
+
 def test_a_chunk_that_is_always_cut_off_is_split_twice_at_most(tmp_path: Path):
-    with FakeOpenAIServer([Reply.json(LONG)]) as s:
+    with FakeOpenAIServer([Reply.text(ENDLESS)]) as s:
         run = extractor(s).run(four_messages(tmp_path))
     assert [span(q) for q in s.requests] == ["1-4", "1-2", "1", "2", "3-4", "3", "4"]
     assert [(f.messages, f.error.split(" (")[0]) for f in run.report.failures] == [
         (m, "the answer was cut off at the output limit") for m in ("1", "2", "3", "4")]
     assert (run.report.chunks_failed, run.report.splits, run.draft) == (1, 3, None)
+
+
+def test_a_cut_off_answer_at_the_last_depth_keeps_its_complete_insights(tmp_path: Path):
+    """Where the chunk cannot be split again, the insights a cut-off answer wrote in full are kept (through the
+    same checks as a whole answer), the call is `partial`, and the insight it stopped in is reported dropped."""
+    long = {"insights": [QDRANT, LATENCY, *[TERSE] * 60], "edges": []}
+    with FakeOpenAIServer([Reply.json(long)]) as s:
+        ex = extractor(s)
+        run = ex.run(four_messages(tmp_path))
+    r = run.report
+    assert [span(q) for q in s.requests] == ["1-4", "1-2", "1", "2", "3-4", "3", "4"]
+    assert [c.outcome for c in r.calls] == ["split", "split", "partial", "partial", "split", "partial", "partial"]
+    assert (r.partial, r.chunks_failed, r.failures) == (4, 0, [])
+    assert all(c.insights > 2 and c.answer_tokens == s.requests[n]["max_tokens"]  # repeats merge in the draft
+               for n, c in enumerate(r.calls) if c.outcome == "partial")
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    cut = [d for d in r.dropped if d.rule == "cut-off"]
+    assert len(cut) == 4 and all(d.kind == "insight" and d.item.startswith('{"content": "The user wants')
+                                 and "at its limit of" in d.detail for d in cut)
+    assert r.dropped_by_rule == {"cut-off": 4}
+
+
+def test_a_cut_off_answer_of_a_chunk_that_cannot_be_halved_is_partial():
+    """A chunk too small to halve (one short message pair) gets no split: its cut-off answer is kept in part
+    at once, with its complete edges; an edge it stopped in is dropped, as is a complete one out of range."""
+    reason = "Qdrant latency follows from the Qdrant choice"
+    head = json.dumps({"insights": [QDRANT, LATENCY], "edges": [
+        {"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0.7, "reason": reason},
+        {"source_index": 0, "target_index": 5, "edge_type": "causal", "weight": 0.7, "reason": reason}]})
+    text = head[:-2] + ', {"source_index": 1, "target_index": 0, "edge_type": "semantic", "weight": 0.5, ' \
+        '"reason": "' + "Qdrant " * 4000
+    with FakeOpenAIServer([Reply.text(text)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    r = run.report
+    assert len(s.requests) == 1 and [c.outcome for c in r.calls] == ["partial"] and r.partial == 1
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"]]
+    assert [(e.source_index, e.target_index, e.edge_type.value) for e in run.draft.edges] == [(0, 1, "causal")]
+    assert [(d.kind, d.rule) for d in r.dropped] == [("edge", "out-of-range"), ("edge", "cut-off")]
+    assert r.dropped[1].item.startswith('{"source_index": 1, "target_index": 0')
+
+
+def test_a_cut_off_answers_insights_are_kept_but_not_listed_to_later_chunks():
+    """A whole answer's insights are listed to the chunks after it; a cut-off answer's (a model that did not
+    finish, often one repeating itself) go to the draft without being listed."""
+    from mnemon_extractor.readers import Conversation, Message
+
+    cut = json.dumps({"insights": [QDRANT]})[:-2] + ', {"content": "' + "Qdrant " * 4000
+    replies = {"Search": Reply.text(cut), "Latency": Reply.json({"insights": [LATENCY], "edges": []}),
+               "Style": Reply.json(CHUNK2)}
+    chats = [Conversation(title, [Message("user", f"{title}: a short note about the search service.")])
+             for title in replies]
+    with FakeOpenAIServer(lambda req: replies[req["messages"][1]["content"].split('"')[1]]) as s:
+        ex = extractor(s)
+        run = ex.run_conversations(chats)
+    assert [c.outcome for c in run.report.calls] == ["partial", "ok", "ok"]
+    assert [i.content for i in run.draft.insights] == [QDRANT["content"], LATENCY["content"], TERSE["content"]]
+    prompts = [q["messages"][1]["content"] for q in s.requests]
+    assert QDRANT["content"] not in prompts[1] + prompts[2]
+    assert LATENCY["content"] not in prompts[1] and LATENCY["content"] in prompts[2]
+
+
+@pytest.mark.parametrize(("text", "held"), [
+    (ENDLESS, "no complete insight"),
+    (json.dumps({"insights": [{**TERSE, "content": "Morning"}, {**TERSE, "content": "Thanks!"}]})[:-2]
+     + ', {"content": "' + "and " * 5000, "2 complete insights, none worth keeping"),
+])
+def test_a_cut_off_answer_with_nothing_kept_still_fails(text: str, held: str):
+    """A cut-off answer with no complete insight worth keeping fails the chunk: never "nothing worth
+    remembering"."""
+    with FakeOpenAIServer([Reply.text(text)]) as s:
+        ex = extractor(s)
+        with pytest.raises(ExtractionError) as e:
+            ex.extract(FIX / "messages.json")
+    r = ex.last_report
+    limit = s.requests[0]["max_tokens"]
+    assert [c.outcome for c in r.calls] == ["failed"] and (r.partial, r.chunks_failed) == (0, 1)
+    assert r.failures[0].error == f"the answer was cut off at the output limit ({limit} tokens), and it holds {held}"
+    assert "all 1 chunks failed" in str(e.value) and "nothing worth remembering" not in str(e.value)
+    assert r.dropped[-1].rule == "cut-off"
 
 
 def test_fact_free_insights_and_edges_that_say_nothing_are_dropped_and_counted(cli, tmp_path: Path):
@@ -528,6 +611,11 @@ def test_edges_that_link_each_insight_to_the_next_and_copies_of_the_example_are_
         run = extractor(s).run(FIX / "messages.json")
     assert [(e.source_index, e.target_index) for e in run.draft.edges] == [(0, 3)]
     assert run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
+    # Every second insight is a chain too (the 1.5B model's 0 -> 2, 1 -> 3, ... past its insights, one reason).
+    skips = {"insights": facts, "edges": [{**e, "target_index": e["source_index"] + 2} for e in chained]}
+    with FakeOpenAIServer([Reply.json(skips)]) as s:
+        run = extractor(s).run(FIX / "messages.json")
+    assert run.draft.edges == [] and run.report.dropped_by_rule == {"chain": 3, "out-of-range": 1}
 
 
 def test_a_server_that_ignores_stream_is_read_as_a_plain_completion():
@@ -824,3 +912,63 @@ def test_sign_offs_and_lone_questions_carry_no_fact(content: str, rule: str | No
     from mnemon_extractor.worth import fact_free
 
     assert (fact_free(content) or (None,))[0] == rule
+
+
+# ---------------------------------------------------------------- any cut of an answer
+
+ANY_INSIGHT = st.fixed_dictionaries({
+    "content": st.one_of(TEXTS, st.text(max_size=40)), "category": st.sampled_from(["fact", "decision"]),
+    "importance": st.integers(1, 5), "tags": st.lists(st.text(max_size=6), max_size=3),
+    "entities": st.lists(st.sampled_from(["Qdrant", "Milvus", 'a "quoted" name', "}]"]), max_size=2),
+    "created_at": st.sampled_from([None, "2024-03-15T09:30:00Z"])})
+ANY_EDGE = st.fixed_dictionaries({
+    "source_index": st.integers(-2, 6), "target_index": st.integers(-2, 6),
+    "edge_type": st.sampled_from(["causal", "semantic"]), "weight": st.floats(0, 1),
+    "reason": st.one_of(TEXTS, st.just("Qdrant latency"))})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(insights=st.lists(ANY_INSIGHT, max_size=6), edges=st.lists(ANY_EDGE, max_size=5),
+       sep=st.sampled_from([", ", ",", ",\n    "]), ascii_only=st.booleans(), data=st.data())
+def test_any_cut_of_an_answer_keeps_only_what_was_complete(insights: list[Any], edges: list[Any], sep: str,
+                                                            ascii_only: bool, data: Any):
+    """Cut a valid answer anywhere: `salvage` never raises and keeps exactly the items written in full before
+    the cut (no more: nothing half-written; no fewer); what the checks keep of that is among them."""
+    from mnemon_extractor.extract import check_answer, salvage
+    from mnemon_extractor.llm import AnswerError
+
+    text, ends = '{"insights": [', {"insights": [], "edges": []}
+    for key, items in (("insights", insights), ("edges", edges)):
+        if key == "edges":
+            text += '],' + sep.lstrip(",") + '"edges": ['
+        for n, item in enumerate(items):
+            text += (sep if n else "") + json.dumps(item, ensure_ascii=ascii_only)
+            ends[key].append(len(text))
+    closed = len(text) + 1  # the insights array closes before the edges start; this is the edges' "]"
+    closed_insights = text.index('"edges": [')
+    text += "]}"
+    assert json.loads(text) == {"insights": insights, "edges": edges}
+    cut = data.draw(st.integers(0, len(text)))
+    part = salvage(text[:cut])
+    whole = [n for n, end in enumerate(ends["insights"]) if end <= cut]
+    assert part.data.get("insights", []) == insights[: len(whole)]
+    if cut >= closed_insights:
+        assert part.data.get("edges", []) == edges[: len([e for e in ends["edges"] if e <= cut])]
+    else:
+        assert "edges" not in part.data
+    assert cut < closed or part.data == {"insights": insights, "edges": edges}
+    try:
+        kept = check_answer(part.data, []).insights
+    except AnswerError:
+        return
+    complete = {c for i in insights[: len(whole)] for c in (i["content"], i["content"].strip())}
+    assert all(i["content"] in complete for i in kept)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from('{}[]",: 0123456789.-truefalsn\\x'), max_size=60) | st.text(max_size=60))
+def test_salvage_of_any_text_never_raises(text: str):
+    from mnemon_extractor.extract import salvage
+
+    part = salvage(text)
+    assert isinstance(part.data, dict)

@@ -12,7 +12,10 @@ Partial answers stay partial: a bad edge drops that edge, a bad insight that ins
 answer with no usable insight at all is asked for again, quoting the errors (then the chunk is reported as
 failed). An answer cut off at its token limit is not asked for again: the chunk is cut in halves, each asked
 for alone (at most `MAX_SPLIT_DEPTH` times over); when the halves come back empty the chunk is a failure, not
-"nothing worth remembering". Every dropped item is counted in the report, with the rule that dropped it.
+"nothing worth remembering". Where it cannot be cut again, the cut-off answer is kept in part (`salvage`): the
+insights and edges it wrote in full go through the same checks as a whole answer, the call is reported
+`partial`, the item it stopped in is reported dropped (`cut-off`); with no complete insight the chunk fails.
+Every dropped item is counted in the report, with the rule that dropped it.
 """
 
 from __future__ import annotations
@@ -71,7 +74,12 @@ NEGATIONS = (*NEGATION_PHRASES, "not", "no", "never", "without")
 # chat (991 transcript tokens; cut at 2 per token), and a cut-off answer costs its whole length again.
 ANSWER_TOKENS_BASE = 512
 ANSWER_TOKENS_PER_TOKEN = 3.0
-MAX_SPLIT_DEPTH = 2  # a cut-off chunk is halved, and its halves once more: a model that never stops costs 3x
+# A cut-off chunk is halved, and its halves once more: a model that never stops costs 3x its limit. Past that
+# depth a cut-off answer is kept in part (`salvage`). Not 3: probed on the tessera export's messages 15-20, the
+# 1.5B model wrote its 6 insights in full, then chained edges to its 1,334-token limit; salvage kept the Redis
+# removal, its cause, the Go rule and the on-call week at no cost; a third split spent 1,537 more answer tokens
+# (2 calls), and its half 18-20 was cut off again, rewriting earlier chunks' insights in a loop.
+MAX_SPLIT_DEPTH = 2
 SHOWN_CHARS = 200  # of a dropped insight's content in the report
 
 
@@ -98,7 +106,7 @@ class Dropped(BaseModel):
     chunk: int
     kind: Literal["insight", "edge"]
     rule: str = Field(description="invalid, no-fact, fragment, question, example, out-of-range, end-dropped, unnamed, "
-                      "chain or hub")
+                      "chain, hub or cut-off (the item a cut-off answer stopped in)")
     item: str = Field(description="the insight's content (cut at 200 characters) or the edge's ends by index")
     detail: str
 
@@ -108,7 +116,9 @@ class ChunkStat(BaseModel):
 
     chunk: int
     messages: str
-    outcome: Literal["ok", "empty", "split", "failed"]
+    outcome: Literal["ok", "empty", "split", "partial", "failed"] = Field(
+        description="partial: cut off at its limit where the chunk could not be split again; what it wrote in "
+                    "full was kept")
     max_tokens: int = Field(description="the answer's limit, sized to the chunk")
     answer_tokens: int
     seconds: float
@@ -127,6 +137,8 @@ class ExtractionReport(BaseModel):
     messages: int
     chunks: int
     chunks_failed: int
+    partial: int = Field(description="calls cut off at their limit where the chunk could not be split again: the "
+                         "insights they wrote in full were kept, the rest of the answer is lost")
     insights: int = Field(description="insights in the draft, after merging")
     merged: int = Field(description="insights folded into an earlier one (repeated across chunks)")
     edges: int
@@ -189,11 +201,15 @@ def _negations(content: str) -> frozenset[str]:
 
 @dataclass
 class Collected:
-    """The draft being built: insights (merged as they arrive) and edges between global indices."""
+    """The draft being built: insights (merged as they arrive) and edges between global indices. `shown`: the
+    insights a whole answer gave, the ones later prompts list; a cut-off answer's are kept but not shown (the
+    1.5B model, shown the Typst insights of a cut-off answer for messages 10-14, listed them again for 15-20
+    until it was cut off, and lost the Redis removal it wrote without them)."""
 
     insights: list[dict[str, Any]] = field(default_factory=list)
     edges: dict[tuple[int, int, str], dict[str, Any]] = field(default_factory=dict)
     merged: int = 0
+    shown: set[int] = field(default_factory=set)
     _keys: dict[str, int] = field(default_factory=dict)
     _tokens: list[frozenset[str]] = field(default_factory=list)
     _index: dict[str, set[int]] = field(default_factory=dict)
@@ -418,7 +434,7 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
         edges.append((s_i, t_i, e))
     nexts = chain(given)
     dropped += [("edge", "chain", f"{s_i} -> {t_i}", f"one of {len(nexts)} edges that each link an insight to the "
-                 "next") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
+                 "one a fixed step further on") for s_i, t_i, _ in edges if (s_i, t_i) in nexts]
     edges = [x for x in edges if x[:2] not in nexts]
     # A hub too is judged on the edges as given: a star whose other rays were dropped for another reason is
     # still a star (Qwen2.5-Coder 1.5B linked one fact to 7 of 10 insights, 3 of the reasons naming neither end).
@@ -431,6 +447,75 @@ def check_answer(data: Any, earlier: list[dict[str, Any]]) -> ChunkAnswer:
     pos = {n: i for i, n in enumerate(order)}
     edges = [(pos.get(s_i, s_i), pos.get(t_i, t_i), e) for s_i, t_i, e in edges]  # negative ends stay
     return ChunkAnswer([kept[n] for n in order], edges, dropped, given=len(valid))
+
+
+# ---------------------------------------------------------------- a cut-off answer
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"\s*")
+
+
+@dataclass
+class Salvage:
+    """What a cut-off answer holds in full: `data`, its object with each array's complete items up to where the
+    text stops; `stopped_in` the array ("insights", "edges") whose item the text stopped in, and `rest` that
+    item as far as it came (both empty when it stopped elsewhere)."""
+
+    data: dict[str, Any]
+    stopped_in: str = ""
+    rest: str = ""
+
+
+def salvage(text: str) -> Salvage:
+    """The complete part of a JSON answer object cut off at its token limit, read by the JSON decoder item by
+    item: an array item counts once it is closed (an object, array or string) or followed by `,` or `]` (a
+    number, `true`, … that might have gone on); an item, key or value the text stops in is left out whole."""
+    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL)
+    data: dict[str, Any] = {}
+    i = text.find("{") + 1
+    if not i:
+        return Salvage(data)
+
+    def skip(at: int) -> int:
+        return _SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+    while (i := skip(i)) < len(text) and text[i] != "}":
+        try:
+            key, i = _DECODER.raw_decode(text, i)
+        except ValueError:
+            break
+        i = skip(i)
+        if not isinstance(key, str) or text[i : i + 1] != ":":
+            break
+        i = skip(i + 1)
+        if text[i : i + 1] != "[":  # not one of the answer's arrays: whole or not at all
+            try:
+                value, end = _DECODER.raw_decode(text, i)
+            except ValueError:
+                break
+            end = skip(end)
+            if text[end : end + 1] not in (",", "}"):
+                break
+            data[key], i = value, end + (text[end] == ",")
+            continue
+        items: list[Any] = []
+        data[key] = items
+        i += 1
+        while (i := skip(i)) < len(text) and text[i] != "]":
+            try:
+                item, end = _DECODER.raw_decode(text, i)
+            except ValueError:
+                return Salvage(data, key, text[i:].strip())
+            after = text[skip(end) : skip(end) + 1]
+            if after not in (",", "]") and not isinstance(item, (dict, list, str)):
+                return Salvage(data, key, text[i:].strip())
+            items.append(item)
+            i = skip(end) + (after == ",")
+        if text[i : i + 1] != "]":
+            break
+        i = skip(i + 1)
+        i += text[i : i + 1] == ","
+    return Salvage(data)
 
 
 # ---------------------------------------------------------------- the extractor
@@ -526,7 +611,8 @@ class Extractor:
         report = ExtractionReport(
             file=transcript.path, format=transcript.format, model=self.llm.model, mode=self.llm.mode,
             conversations=len(transcript.conversations), messages=transcript.message_count, chunks=len(chunks),
-            chunks_failed=len({f.chunk for f in run.failures}), insights=len(collected.insights),
+            chunks_failed=len({f.chunk for f in run.failures}),
+            partial=sum(c.outcome == "partial" for c in run.calls), insights=len(collected.insights),
             merged=collected.merged, edges=len(draft.edges) if draft else 0, failures=run.failures,
             insights_dropped=sum(d.kind == "insight" for d in run.dropped),
             edges_dropped=sum(d.kind == "edge" for d in run.dropped),
@@ -541,8 +627,8 @@ class Extractor:
     def _chunk(self, chunk: Chunk, run: _Run, depth: int) -> int:
         """Extract one chunk (or a half of one) into `run`; returns how many insights the model gave for it."""
         collected = run.collected
-        k = min(self.context_insights, len(collected.insights))
-        earlier_ids = list(range(len(collected.insights) - k, len(collected.insights)))[::-1]  # -1 first
+        shown = sorted(collected.shown)
+        earlier_ids = shown[len(shown) - min(self.context_insights, len(shown)):][::-1]  # -1 first
         earlier = [collected.insights[i] for i in earlier_ids]
         header = (f'Conversation "{chunk.conversation}", part {chunk.index + 1} of {run.total} '
                   f"(messages {chunk.span}).")
@@ -557,10 +643,15 @@ class Extractor:
 
         answer = self.llm.ask(messages, ExtractionAnswer, lambda data: check_answer(data, earlier_draft),
                               max_tokens=limit, progress=progress)
-        value = answer.value
-        halves = split_chunk(chunk, self.count_tokens) if depth < MAX_SPLIT_DEPTH else []
-        outcome = "ok" if value is not None else ("split" if (answer.cut_off or answer.too_long) and halves
-                                                   else "failed")
+        value, outcome, error = answer.value, "ok", answer.error or "unknown error"
+        halves: list[Chunk] = []
+        if value is None and (answer.cut_off or answer.too_long) and depth < MAX_SPLIT_DEPTH:
+            halves = split_chunk(chunk, self.count_tokens)
+        if value is None:
+            outcome = "split" if halves else "failed"
+        if outcome == "failed" and answer.cut_off:  # it cannot be asked for in parts: keep what it wrote in full
+            value, error = self._salvage(chunk, run, answer, earlier_draft, limit)
+            outcome = "partial" if value else "failed"
         self._stat(run, chunk, answer, limit, outcome, len(value.insights) if value else 0)
         if value is None:
             if outcome == "split":  # asked for too much at once: ask for each half instead
@@ -570,7 +661,7 @@ class Extractor:
                 if not given and len(run.failures) == failed:
                     self._fail(run, chunk, answer, f"{answer.error}, and its two halves came back empty")
                 return given
-            self._fail(run, chunk, answer, answer.error or "unknown error")
+            self._fail(run, chunk, answer, error)
             return 0
         if not value.given and answer.rejected:  # an empty retry is a model giving up, not an empty chat
             self._fail(run, chunk, answer, f"the answer was rejected ({answer.rejected[-1]}), and the retry "
@@ -584,6 +675,8 @@ class Extractor:
         for ins in value.insights:
             ins = {**ins, "created_at": settle_time(ins["created_at"], ins["content"], chunk), "session": session}
             local.append(collected.add(ins))
+            if outcome != "partial":
+                collected.shown.add(local[-1])
 
         def glob(v: int) -> int:
             return local[v] if v >= 0 else earlier_ids[-v - 1]
@@ -591,6 +684,28 @@ class Extractor:
         for s, t, edge in value.edges:
             collected.link(glob(s), glob(t), edge)
         return value.given
+
+    @staticmethod
+    def _salvage(chunk: Chunk, run: _Run, answer: Answer[Any], earlier: list[dict[str, Any]],
+                 limit: int) -> tuple[ChunkAnswer | None, str]:
+        """The part of a cut-off answer written in full, checked as a whole answer is (`check_answer`), and the
+        item it stopped in reported dropped; (None, why) when it holds no insight worth keeping: the chunk
+        fails, it is never "nothing worth remembering"."""
+        part = salvage(answer.text)
+        try:
+            value = check_answer(part.data, earlier)
+        except AnswerError as e:
+            return None, f"{answer.error}, and what it wrote in full is unusable: {e}"
+        if part.stopped_in and part.rest:
+            kind = "insight" if part.stopped_in == "insights" else "edge"
+            value.dropped.append((kind, "cut-off", part.rest[:SHOWN_CHARS],
+                                  f"the answer stopped in this {kind} at its limit of {limit} tokens"))
+        if value.insights:
+            return value, ""
+        run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
+                        for kind, rule, item, detail in value.dropped]
+        held = f"{value.given} complete insights, none worth keeping" if value.given else "no complete insight"
+        return None, f"{answer.error}, and it holds {held}"
 
     @staticmethod
     def _stat(run: _Run, chunk: Chunk, answer: Answer[Any], limit: int, outcome: str, kept: int) -> None:

@@ -20,10 +20,11 @@ that refuses `seed`, `stream_options` or `cache_prompt` gets the request again w
 
 Failures: 429, 5xx and dropped connections are retried here (`max_retries`, honouring `Retry-After`); a
 timeout is not (the same request would wait out the same timeout), and its error names MNEMON_LLM_TIMEOUT and
-the speed seen. An answer cut off at `max_tokens` is returned as such (`Answer.cut_off`), never asked for
-again: the caller asks for less. A reply that fails validation gets exactly one more try, with the validation
-error quoted to the model; after that the caller gets an `Answer` with `error` set. Every error text that
-leaves `ChatLLM.ask` is scrubbed of the API key (a server may quote it back: see mnemon_core.redact).
+the speed seen. An answer cut off at `max_tokens` is returned as such (`Answer.cut_off`, its text as far as it
+came in `Answer.text`), never asked for again: the caller asks for less, or keeps what the text holds in full.
+A reply that fails validation gets exactly one more try, with the validation error quoted to the model; after
+that the caller gets an `Answer` with `error` set. Every error text that leaves `ChatLLM.ask` is scrubbed of the
+API key (a server may quote it back: see mnemon_core.redact).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ class Usage:
 class Answer(Generic[T]):
     """A validated value, or the error that stopped it; `attempts` counts model calls that returned.
     `cut_off`: the answer hit `max_tokens`; `too_long`: the prompt did not fit the model's context (either way
-    the request asked for too much at once). `rejected`: why earlier answers of this ask were not used."""
+    the request asked for too much at once). `rejected`: why earlier answers of this ask were not used.
+    `text`: a cut-off answer's text as far as it came (the caller may keep what it holds in full)."""
 
     value: T | None
     error: str | None = None
@@ -117,6 +119,7 @@ class Answer(Generic[T]):
     cut_off: bool = False
     too_long: bool = False
     rejected: list[str] = field(default_factory=list)
+    text: str = ""
 
 
 def _env(name: str) -> str | None:
@@ -309,6 +312,8 @@ class ChatLLM:
         if answer.error:
             answer.error = self.redact(answer.error)
         answer.rejected = [self.redact(r) for r in answer.rejected]
+        if answer.text:
+            answer.text = self.redact(answer.text)
         return answer
 
     def redact(self, text: str) -> str:
@@ -329,7 +334,7 @@ class ChatLLM:
             answer.usage.add(reply.usage)
             self.usage.add(reply.usage)
             if reply.finish_reason == "length":
-                answer.cut_off = True
+                answer.cut_off, answer.text = True, reply.content
                 answer.error = f"the answer was cut off at the output limit ({max_tokens} tokens)"
                 return answer
             try:

@@ -14,7 +14,8 @@ draft format; these rules drop them, and the extractor reports each one it dropp
 - `hubs(edges, n)`: an insight linked to at least `HUB_MIN_EDGES` others and to at least `HUB_SHARE` of the
   answer's other insights is linked to everything: its edges say nothing about any one of them.
 - `chain(edges)`: at least `CHAIN_MIN_EDGES` edges, most of the answer's, that each link an insight to the
-  next one in the answer: the model linked by position, not by meaning (seen from both local models).
+  one a fixed step further on in the answer (the next, or every second): the model linked by position, not
+  by meaning (seen from both local models).
 - `copied(content)`: the insight is one of the prompt's own example (the model extracted nothing).
 """
 
@@ -109,10 +110,13 @@ def hubs(edges: Iterable[tuple[int, int]], insights: int) -> set[int]:
 
 
 def chain(edges: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
-    """The edges that link each insight to the next, when they are most of the answer's edges."""
-    nexts = {(s, t) for s, t in edges if s >= 0 and t == s + 1}
-    if len(nexts) >= CHAIN_MIN_EDGES and len(nexts) >= CHAIN_SHARE * len(edges):
-        return nexts
+    """The edges that link each insight to the one a fixed step further on, when they are most of the answer's
+    edges: the next one, or every second (Qwen2.5-Coder 1.5B wrote 0 → 2, 1 → 3, … 16 → 18 over 6 insights,
+    one reason copied into all, until its answer was cut off)."""
+    steps = Counter(t - s for s, t in edges if s >= 0 and t > s)
+    for step, n in steps.most_common(1):
+        if n >= CHAIN_MIN_EDGES and n >= CHAIN_SHARE * len(edges):
+            return {(s, t) for s, t in edges if s >= 0 and t == s + step}
     return set()
 
 
