@@ -275,6 +275,9 @@ def _extract(a: argparse.Namespace) -> None:
     if run.report.chunks_failed:
         print(f"mnemon: warning: {run.report.chunks_failed} of {run.report.chunks} chunks failed; see "
               '"failures"', file=sys.stderr)
+    if run.report.partial:
+        print(f"mnemon: warning: {run.report.partial} answer(s) cut off at their token limit were kept in part "
+              '(the insights written in full); see "calls"', file=sys.stderr)
     if a.do_import:
         mem = memory(a, creates=True)
         imported = mem.import_draft(run.draft)

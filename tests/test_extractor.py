@@ -771,6 +771,18 @@ def test_cli_extract_reports_failures_and_exits_1_without_a_draft(cli, tmp_path:
     assert not out.exists()
 
 
+def test_cli_extract_warns_of_answers_kept_in_part(cli, tmp_path: Path):
+    """A cut-off answer kept in part is said on stderr, beside the summary's count, not only in "calls"."""
+    long = {"insights": [QDRANT, LATENCY, *[TERSE] * 60], "edges": []}
+    out = tmp_path / "draft.json"
+    with FakeOpenAIServer([Reply.json(long)]) as s:
+        r = cli("extract", str(four_messages(tmp_path)), "-o", str(out), env=cli_env(s))
+    assert r.code == 0, r.err
+    assert r.json()["partial"] == 4
+    assert r.err.strip().splitlines()[-1] == ("mnemon: warning: 4 answer(s) cut off at their token limit were kept "
+                                              'in part (the insights written in full); see "calls"')
+
+
 def test_cli_extract_unknown_format(cli):
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")]),
            "MNEMON_LLM_BASE_URL": "http://127.0.0.1:9/v1"}  # a configured model (never called): the file is read
