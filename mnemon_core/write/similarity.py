@@ -5,6 +5,7 @@ most the best 5), so remember and import stay sub-linear at a million insights."
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +16,7 @@ from .constants import ANN_COSINE_TOP
 if TYPE_CHECKING:
     from ..embed import Calibration
     from ..recall.pipeline import AnnSearch
+    from .ivf import ImportQuantizer
 
 
 def cosines(
@@ -48,11 +50,14 @@ class BatchCosines:
     with the batch's insights written before it (as the per-insight scan inside the batch's transaction would
     see them). The first comes from the product of the store's matrix with the batch's vectors (only the
     cosines ≥ floor are kept), or, in a store that keeps an ANN index, from one index search per insight made
-    before the batch writes (so the index's exact delta is read once per batch, not once per write); the second
-    from the batch's own Gram matrix."""
+    before the batch writes (so the index's exact delta is read once per batch, not once per write), or, when the
+    import's `quantizer` (`ivf.py`) says it pays (a large store, a large import), from the lists of its coarse
+    quantizer nearest to each vector (exact cosines, approximate in which rows are compared); the second from
+    the batch's own Gram matrix. `left`: the vectors the import has still to write, this batch's included."""
 
     def __init__(
         self, store: Store, model: str, calibration: Calibration, vectors: dict[int, np.ndarray], *, floor: float,
+        quantizer: ImportQuantizer | None = None, left: int = 0,
     ) -> None:
         self._floor = floor
         self._col = {i: c for c, i in enumerate(sorted(vectors))}
@@ -70,6 +75,16 @@ class BatchCosines:
             return
         ids, mat = store.vector_matrix(model, dim)
         least = calibration.raw_floor(floor)
+        coarse = (quantizer.for_batch((model, dim), ids, mat, max(left, len(vectors)))
+                  if quantizer is not None and math.isfinite(least) else None)
+        if coarse is not None:
+            cols, rows, raw = coarse.search(batch, least)
+            cal = np.asarray(calibration(raw))
+            keep = cal >= floor
+            held = coarse.ids
+            for c, r, v in zip(cols[keep].tolist(), rows[keep].tolist(), cal[keep].tolist()):
+                self._found[c][held[r]] = v
+            return
         for lo in range(0, len(ids), _ROWS_PER_PRODUCT):
             raw = mat[lo : lo + _ROWS_PER_PRODUCT] @ batch.T
             rows, cols = np.nonzero(raw >= least)
