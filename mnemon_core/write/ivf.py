@@ -156,7 +156,8 @@ class CoarseIndex:
     def search(self, queries: np.ndarray, least: float, nprobe: int | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query row, held row, raw inner product) of every held row ≥ `least` in the query's `nprobe` nearest
-        lists; the lists are visited once each, with all the queries that probe them."""
+        lists and in any list within NEAR_MARGIN of its nearest; the lists are visited once each, with all the
+        queries that probe them."""
         q = np.asarray(queries, dtype=np.float32)
         count = self.lists
         probe_n = max(1, min(count, nprobe if nprobe is not None else self.nprobe))

@@ -1,7 +1,8 @@
 """The write path's cosines: the calibrated cosine of a new vector with the store's embedded active insights, for
 the diff label, the semantic builder and the semantic candidates. A store large enough to keep an ANN index
 answers with its `ANN_COSINE_TOP` nearest instead of a scan of every vector (every write-path consumer takes at
-most the best 5), so remember and import stay sub-linear at a million insights."""
+most the best 5), so remember and import stay sub-linear at a million insights; without one, a large import's
+batches search the lists of a coarse quantizer (`ivf.py`) instead of the product with every stored vector."""
 
 from __future__ import annotations
 
