@@ -23,7 +23,7 @@ from ..progress import progress_bar
 from ..store import NO_FILTERS, Filters, Store
 from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
-from . import similarity
+from . import ivf, similarity
 from .pipeline import resolve, words_of, write_insight
 from .temporal import conversation_steps, repair_backbone
 
@@ -34,13 +34,16 @@ __all__ = ["IMPORT_BATCH", "BatchView", "import_draft"]
 IMPORT_BATCH = 500
 
 
-def import_draft(ctx: Context, draft: ImportDraft, *, no_diff: bool = False) -> ImportResult:
-    """Write a validated draft (the caller has checked that it may write)."""
-    return _Importer(ctx, draft, no_diff).run()
+def import_draft(
+    ctx: Context, draft: ImportDraft, *, no_diff: bool = False, quantizer: ivf.ImportQuantizer | None = None
+) -> ImportResult:
+    """Write a validated draft (the caller has checked that it may write). `quantizer`: the batches' coarse
+    quantizer (`ivf.py`; a fresh one with the default thresholds when None)."""
+    return _Importer(ctx, draft, no_diff, quantizer if quantizer is not None else ivf.ImportQuantizer()).run()
 
 
 class _Importer:
-    def __init__(self, ctx: Context, draft: ImportDraft, no_diff: bool) -> None:
+    def __init__(self, ctx: Context, draft: ImportDraft, no_diff: bool, quantizer: ivf.ImportQuantizer) -> None:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.draft = draft
@@ -51,6 +54,7 @@ class _Importer:
         self.added: dict[str, str] = {}  # id → source, of insights this run wrote
         self.skipped: list[str] = []  # existing ids that draft items duplicated
         self._cos: similarity.BatchCosines | None = None  # the batch's semantic cosines
+        self.quantizer = quantizer  # kept across batches: later batches search the lists earlier ones joined
 
     def run(self) -> ImportResult:
         n = len(self.draft.insights)
@@ -87,8 +91,10 @@ class _Importer:
             vectors = dict(zip(todo, vecs))
             ctx.fold_stale_index(int(vecs.shape[1]))
         now, ts = ctx.clock()
-        self._cos = similarity.BatchCosines(store, model, emb.calibration, vectors, floor=SEMANTIC_AUTO_LINK) if (
-            vectors and emb is not None and model is not None) else None
+        self._cos = similarity.BatchCosines(
+            store, model, emb.calibration, vectors, floor=SEMANTIC_AUTO_LINK, quantizer=self.quantizer,
+            left=len(self.draft.insights) - batch.start,  # at most: a repeat or a skip is not embedded
+        ) if vectors and emb is not None and model is not None else None
         try:
             with store.transaction():  # the fast path: the whole batch, no per-item savepoints
                 view = BatchView(store)

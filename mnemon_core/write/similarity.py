@@ -1,10 +1,12 @@
 """The write path's cosines: the calibrated cosine of a new vector with the store's embedded active insights, for
 the diff label, the semantic builder and the semantic candidates. A store large enough to keep an ANN index
 answers with its `ANN_COSINE_TOP` nearest instead of a scan of every vector (every write-path consumer takes at
-most the best 5), so remember and import stay sub-linear at a million insights."""
+most the best 5), so remember and import stay sub-linear at a million insights; without one, a large import's
+batches search the lists of a coarse quantizer (`ivf.py`) instead of the product with every stored vector."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +17,7 @@ from .constants import ANN_COSINE_TOP
 if TYPE_CHECKING:
     from ..embed import Calibration
     from ..recall.pipeline import AnnSearch
+    from .ivf import ImportQuantizer
 
 
 def cosines(
@@ -48,15 +51,19 @@ class BatchCosines:
     with the batch's insights written before it (as the per-insight scan inside the batch's transaction would
     see them). The first comes from the product of the store's matrix with the batch's vectors (only the
     cosines ≥ floor are kept), or, in a store that keeps an ANN index, from one index search per insight made
-    before the batch writes (so the index's exact delta is read once per batch, not once per write); the second
-    from the batch's own Gram matrix."""
+    before the batch writes (so the index's exact delta is read once per batch, not once per write), or, when the
+    import's `quantizer` (`ivf.py`) says it pays (a large store, a large import), from the lists of its coarse
+    quantizer nearest to each vector (exact cosines, approximate in which rows are compared); the second from
+    the batch's own Gram matrix. `left`: the vectors the import has still to write, this batch's included."""
 
     def __init__(
         self, store: Store, model: str, calibration: Calibration, vectors: dict[int, np.ndarray], *, floor: float,
+        quantizer: ImportQuantizer | None = None, left: int = 0,
     ) -> None:
         self._floor = floor
         self._col = {i: c for c, i in enumerate(sorted(vectors))}
         self._written: list[tuple[int, str]] = []  # (column, id) of the batch's insights written so far
+        self._written_cols = np.zeros(len(self._col), dtype=np.int64)  # their columns, as an index array
         self._found: dict[int, dict[str, float]] = {c: {} for c in self._col.values()}
         if not vectors:
             return
@@ -70,6 +77,16 @@ class BatchCosines:
             return
         ids, mat = store.vector_matrix(model, dim)
         least = calibration.raw_floor(floor)
+        coarse = (quantizer.for_batch((model, dim), ids, mat, max(left, len(vectors)))
+                  if quantizer is not None and math.isfinite(least) else None)
+        if coarse is not None:
+            cols, rows, raw = coarse.search(batch, least)
+            cal = np.asarray(calibration(raw))
+            keep = cal >= floor
+            held = coarse.ids
+            for c, r, v in zip(cols[keep].tolist(), rows[keep].tolist(), cal[keep].tolist()):
+                self._found[c][held[r]] = v
+            return
         for lo in range(0, len(ids), _ROWS_PER_PRODUCT):
             raw = mat[lo : lo + _ROWS_PER_PRODUCT] @ batch.T
             rows, cols = np.nonzero(raw >= least)
@@ -82,15 +99,20 @@ class BatchCosines:
         """{id: calibrated cosine ≥ floor} for the batch's insight i (its draft index)."""
         c = self._col[i]
         out = dict(self._found[c])
-        for other, id_ in self._written:
-            v = float(self._gram[other, c])
-            if v >= self._floor:
-                out[id_] = v
+        if self._written:
+            # One column read for the batch's writes so far (a loop over them was O(batch²) in Python, 4 % of an
+            # import's CPU); compared in float64, as float() of each was.
+            v = self._gram[self._written_cols[: len(self._written)], c].astype(np.float64)
+            for k in np.flatnonzero(v >= self._floor).tolist():
+                out[self._written[k][1]] = float(v[k])
         return out
 
     def wrote(self, i: int, id_: str) -> None:
         """The batch's insight i was written as id_ (later insights of the batch see it)."""
         if i in self._col:
+            if len(self._written) == self._written_cols.size:  # written twice without a rollback: room
+                self._written_cols = np.concatenate((self._written_cols, self._written_cols))
+            self._written_cols[len(self._written)] = self._col[i]
             self._written.append((self._col[i], id_))
 
     def forget_written(self) -> None:
