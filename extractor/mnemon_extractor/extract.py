@@ -56,7 +56,7 @@ from .chunking import (
     split_chunk,
 )
 from .errors import ExtractionError
-from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
+from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe, without_thinking
 from .prompts import EXAMPLE_TIMES, ExtractedEdge, ExtractedInsight, ExtractionAnswer, extraction_messages
 from .readers import Conversation, Transcript, read_export
 from .worth import chain, counts, fact_free, hubs, names_an_end
@@ -470,7 +470,7 @@ def salvage(text: str) -> Salvage:
     """The complete part of a JSON answer object cut off at its token limit, read by the JSON decoder item by
     item: an array item counts once it is closed (an object, array or string) or followed by `,` or `]` (a
     number, `true`, … that might have gone on); an item, key or value the text stops in is left out whole."""
-    text = re.sub(r"<think>.*?</think>", "", text or "", flags=re.DOTALL)
+    text = without_thinking(text)
     data: dict[str, Any] = {}
     i = text.find("{") + 1
     if not i:
@@ -667,8 +667,7 @@ class Extractor:
             self._fail(run, chunk, answer, f"the answer was rejected ({answer.rejected[-1]}), and the retry "
                                            "came back empty")
             return 0
-        run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
-                        for kind, rule, item, detail in value.dropped]
+        self._dropped(run, chunk, value)
         local: list[int] = []
         # The source conversation is the insights' session: import links consecutive ones of it, nothing else.
         session = chunk.conversation.encode(errors="ignore")[:MAX_SESSION_BYTES].decode(errors="ignore") or None
@@ -702,10 +701,15 @@ class Extractor:
                                   f"the answer stopped in this {kind} at its limit of {limit} tokens"))
         if value.insights:
             return value, ""
-        run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
-                        for kind, rule, item, detail in value.dropped]
+        Extractor._dropped(run, chunk, value)
         held = f"{value.given} complete insights, none worth keeping" if value.given else "no complete insight"
         return None, f"{answer.error}, and it holds {held}"
+
+    @staticmethod
+    def _dropped(run: _Run, chunk: Chunk, value: ChunkAnswer) -> None:
+        """Record what the checks dropped of a chunk's answer, with the rule that dropped it."""
+        run.dropped += [Dropped(chunk=chunk.index, kind=kind, rule=rule, item=item, detail=detail)  # type: ignore[arg-type]
+                        for kind, rule, item, detail in value.dropped]
 
     @staticmethod
     def _stat(run: _Run, chunk: Chunk, answer: Answer[Any], limit: int, outcome: str, kept: int) -> None:

@@ -227,9 +227,14 @@ def strict_schema(model: type) -> dict[str, Any]:
     return schema
 
 
+def without_thinking(content: str | None) -> str:
+    """A reply without the `<think>` blocks of a reasoning model."""
+    return re.sub(r"<think>.*?</think>", "", content or "", flags=re.DOTALL)
+
+
 def extract_json(content: str) -> Any:
     """The JSON value in a reply: bare, fenced in ```json, or after a `<think>` block of a reasoning model."""
-    text = re.sub(r"<think>.*?</think>", "", content or "", flags=re.DOTALL).strip()
+    text = without_thinking(content).strip()
     fence = re.search(r"```(?:json|JSON)?\s*\n(.*?)```", text, flags=re.DOTALL)
     if fence and not text.startswith("{"):
         text = fence.group(1).strip()

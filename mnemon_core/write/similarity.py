@@ -62,8 +62,8 @@ class BatchCosines:
     ) -> None:
         self._floor = floor
         self._col = {i: c for c, i in enumerate(sorted(vectors))}
-        self._written: list[tuple[int, str]] = []  # (column, id) of the batch's insights written so far
-        self._written_cols = np.zeros(len(self._col), dtype=np.int64)  # their columns, as an index array
+        self._written_cols: list[int] = []  # the columns of the batch's insights written so far
+        self._written_ids: list[str] = []  # and their ids
         self._found: dict[int, dict[str, float]] = {c: {} for c in self._col.values()}
         if not vectors:
             return
@@ -99,22 +99,21 @@ class BatchCosines:
         """{id: calibrated cosine ≥ floor} for the batch's insight i (its draft index)."""
         c = self._col[i]
         out = dict(self._found[c])
-        if self._written:
+        if self._written_cols:
             # One column read for the batch's writes so far (a loop over them was O(batch²) in Python, 4 % of an
             # import's CPU); compared in float64, as float() of each was.
-            v = self._gram[self._written_cols[: len(self._written)], c].astype(np.float64)
+            v = self._gram[np.asarray(self._written_cols), c].astype(np.float64)
             for k in np.flatnonzero(v >= self._floor).tolist():
-                out[self._written[k][1]] = float(v[k])
+                out[self._written_ids[k]] = float(v[k])
         return out
 
     def wrote(self, i: int, id_: str) -> None:
         """The batch's insight i was written as id_ (later insights of the batch see it)."""
         if i in self._col:
-            if len(self._written) == self._written_cols.size:  # written twice without a rollback: room
-                self._written_cols = np.concatenate((self._written_cols, self._written_cols))
-            self._written_cols[len(self._written)] = self._col[i]
-            self._written.append((self._col[i], id_))
+            self._written_cols.append(self._col[i])
+            self._written_ids.append(id_)
 
     def forget_written(self) -> None:
         """The batch's writes so far were rolled back."""
-        self._written.clear()
+        self._written_cols.clear()
+        self._written_ids.clear()
