@@ -250,20 +250,26 @@ def no_index(mem: Any) -> Any:
     return mem
 
 
-def remember_cmp(n: int, count: int) -> dict[str, Any]:
+def remember_cmp(n: int, count: int, in_place: bool = False) -> dict[str, Any]:
     """remember CPU per call with the index file and without it: two scratch copies of the store, one Memory
-    each, the calls alternated (the same texts)."""
+    each, the calls alternated (the same texts). `in_place`: with the index file only, into the cached store
+    itself (a copy of a 1M store costs more than the measurement; run last, it adds count + 1 insights). Below
+    `gindex.MIN_ROWS`: the store only."""
     from mnemon_core import Memory
 
     src = data_dir(n)
-    out: dict[str, list[float]] = {"index": [], "store": []}
+    out: dict[str, list[float]] = {"index": []} if in_place else {"index": [], "store": []}
+    if n < gindex.MIN_ROWS:
+        out = {"store": []}
     with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
         mems = {}
         for k in out:
-            dst = Path(tmp) / k
-            shutil.copytree(src, dst)
+            dst = src if in_place else Path(tmp) / k
+            if not in_place:
+                shutil.copytree(src, dst)
             mems[k] = Memory(data_dir=dst, store="default", embedder=synth.PresetEmbedder())
-        no_index(mems["store"])
+        if "store" in mems:
+            no_index(mems["store"])
         for m in mems.values():
             m.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
         texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(n, count, seed=n + 1))]
@@ -279,15 +285,18 @@ def remember_cmp(n: int, count: int) -> dict[str, Any]:
 
 def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
     """Warm recall CPU per query with the index file and without it (two Memory objects on the same store, the
-    queries alternated), and whether the two give the same results (ids, order, scores, labels)."""
+    queries alternated), and whether the two give the same results (ids, order, scores, labels). Below
+    `gindex.MIN_ROWS` the store keeps no file: the memo from the store only."""
     from mnemon_core import Memory
 
     d = data_dir(n)
     emb = synth.PresetEmbedder()
     texts = preset(emb, n, warmup + count, seed=n)
-    mems = {"index": Memory(data_dir=d, store="default", embedder=emb),
-            "store": no_index(Memory(data_dir=d, store="default", embedder=emb))}
-    assert mems["index"].store.graph_index() is not None, "no index file: the import should have written it"
+    mems = {}
+    if n >= gindex.MIN_ROWS:
+        mems["index"] = Memory(data_dir=d, store="default", embedder=emb)
+        assert mems["index"].store.graph_index() is not None, "no index file: the import should have written it"
+    mems["store"] = no_index(Memory(data_dir=d, store="default", embedder=emb))
     for m in mems.values():
         for q in texts[:warmup]:
             m.recall(q)
@@ -300,7 +309,7 @@ def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
             r = m.retrieve(q)
             cpu[k].append((time.process_time() - c) * 1000)
             got[k] = [(h.insight.id, h.score, h.via) for h in r.results]
-        same += got["index"] == got["store"]
+        same += len(set(map(repr, got.values()))) == 1
     for m in mems.values():
         m.close()
     out: dict[str, Any] = {"n": n, "queries": count, "same": same}
@@ -578,16 +587,17 @@ def plot_index(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = [r for r in rows if "index_cmp" in r]
-    ns = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for key, style, label in (("index", "o-", "recall CPU p50, graph index file"),
                               ("store", "s--", "recall CPU p50, memo from the store (before)")):
-        ax.plot(ns, [r["index_cmp"][key]["cpu_p50"] for r in rows], style, label=label)
+        has = [r for r in rows if key in r["index_cmp"]]
+        ax.plot([r["n"] for r in has], [r["index_cmp"][key]["cpu_p50"] for r in has], style, label=label)
     for key, style, label in (("index", "D-", "first recall of a fresh process (CPU), index"),
                               ("store", "d--", "first recall of a fresh process (CPU), store")):
-        ax.plot(ns, [r["first"][key]["first_cpu_s"] * 1000 for r in rows], style, label=label)
-    rem = [r for r in rows if "remember_cmp" in r]
+        has = [r for r in rows if key in r["first"]]
+        ax.plot([r["n"] for r in has], [r["first"][key]["first_cpu_s"] * 1000 for r in has], style, label=label)
     for key, style, label in (("index", "^-", "remember CPU p50, index"), ("store", "v--", "remember CPU p50, store")):
+        rem = [r for r in rows if key in r.get("remember_cmp", {})]
         ax.plot([r["n"] for r in rem], [r["remember_cmp"][key]["cpu_p50"] for r in rem], style, label=label)
     ax.plot([1e4, 1e5, 1e6], [5, 15, 50], "k*", markersize=12, label="recall targets (5 / 15 / 50 ms)")
     _log_axes(fig, ax, path, "insights in the store (built by import)",
@@ -626,16 +636,15 @@ def main() -> None:
     for s in a.sizes.split(","):
         n = int(s)
         if a.index:
-            if n < gindex.MIN_ROWS:  # the store keeps no index file this small: nothing to compare
-                print(f"{n:,}: below gindex.MIN_ROWS ({gindex.MIN_ROWS:,}), no index file; skipped", file=sys.stderr)
-                continue
             row = rows.setdefault(n, {"n": n})
             data_dir(n)
             row["build"] = synth.build_info(data_dir(n) / "data" / "default" / "mnemon.db")
-            row["index_cmp"] = measure_index(n, a.queries, a.warmup)
-            row["first"] = {"index": first_recall(n, True), "store": first_recall(n, False)}
+            row["index_cmp"] = measure_index(n, a.queries, a.warmup)  # below gindex.MIN_ROWS: the store only
+            row["first"] = {"store": first_recall(n, False)}
+            if n >= gindex.MIN_ROWS:
+                row["first"]["index"] = first_recall(n, True)
             if a.remember:
-                row["remember_cmp"] = remember_cmp(n, a.remember)
+                row["remember_cmp"] = remember_cmp(n, a.remember, in_place=n >= a.remember_in_place)
             print(json.dumps(row), file=sys.stderr, flush=True)
             Path(a.out).write_text(json.dumps(sorted(rows.values(), key=lambda x: x["n"]), indent=1))
             continue
