@@ -582,11 +582,13 @@ class GraphView:
             by_ratio = self._best(np.argsort(-ratio, kind="stable"), limit, ratio)
             overlap = by_ratio[np.lexsort((_ranks(self.ids.take(nodes[by_ratio])), -ratio[by_ratio]))].tolist()
 
-            def hit(k: int) -> TokenHit:
-                n = int(nodes[k])
-                return TokenHit(self.ids[n], int(hits[k]), int(n_tok[k]), int(importance[k]), self.created[n])
+            def rows(ks: list[int]) -> list[TokenHit]:
+                at = np.asarray(ks, dtype=np.int64)
+                ids, created = self.ids, self.created
+                return [TokenHit(ids[n], h, t, i, created[n]) for n, h, t, i in zip(
+                    nodes[at].tolist(), hits[at].tolist(), n_tok[at].tolist(), importance[at].tolist())]
 
-            return [hit(k) for k in coverage[:limit]], [hit(k) for k in overlap[:limit]]
+            return rows(coverage[:limit]), rows(overlap[:limit])
 
     @staticmethod
     def _best(order: np.ndarray, limit: int, *keys: np.ndarray) -> np.ndarray:

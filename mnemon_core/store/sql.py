@@ -128,11 +128,22 @@ def oplog_of(r: Sequence[Any], build: Callable[..., OplogEntry] = OplogEntry) ->
 
 
 def json_lists(value: str | None) -> list[str]:
-    return json.loads(value or "[]")
+    """A stored JSON list (tags, entities) as a new list. The same few texts come back on every read (most rows
+    say `[]`; a remember reads ~150 rows), so each distinct one is decoded once."""
+    return list(_decoded(value or "[]"))
 
 
 def json_mapping(value: str | None) -> dict[str, Any]:
-    return json.loads(value or "{}")
+    """A stored JSON object (edge metadata) as a new dict, each distinct text decoded once (`json_lists`)."""
+    return dict(_decoded(value or "{}"))
+
+
+@lru_cache(maxsize=8192)
+def _decoded(text: str) -> Any:
+    """The JSON text's list as a tuple or object as a tuple of items: immutable, so a cached value is never
+    changed by a caller."""
+    value = json.loads(text)
+    return tuple(value.items()) if isinstance(value, dict) else tuple(value)
 
 
 def metadata_json(value: dict[str, Any]) -> str:

@@ -52,7 +52,7 @@ def suggest_sub_type(text: str) -> str:
 
 
 def create_causal_edges(store: WriteTarget, new: Insight, tokens: frozenset[str], now: str) -> int:
-    created = 0
+    edges: list[Edge] = []
     new_kw = has_causal_keyword(new.content)
     recent = store.latest(source=new.source, exclude=new.id, limit=CAUSAL_LOOKBACK)
     if not recent:
@@ -68,7 +68,7 @@ def create_causal_edges(store: WriteTarget, new: Insight, tokens: frozenset[str]
             continue
         src, dst = (old.id, new.id) if new_kw else (new.id, old.id)
         meta = {"overlap": f"{overlap:.4f}", "sub_type": suggest_sub_type(new.content + " " + old.content)}
-        store.upsert_edge(Edge(source_id=src, target_id=dst, edge_type=EdgeType.causal, weight=overlap,
-                               metadata=meta, created_at=now))
-        created += 1
-    return created
+        edges.append(Edge(source_id=src, target_id=dst, edge_type=EdgeType.causal, weight=overlap, metadata=meta,
+                          created_at=now))
+    store.upsert_edges(edges)
+    return len(edges)

@@ -9,14 +9,15 @@ from .target import WriteTarget
 
 
 def create_entity_edges(store: WriteTarget, new: Insight, now: str) -> int:
-    created = 0
+    edges: list[Edge] = []
     for entity in new.entities:
+        if len(edges) >= ENTITY_MAX_EDGES:
+            break
         for other in store.with_entity(entity, exclude=new.id, limit=ENTITY_LINKS_PER_ENTITY):
-            if created >= ENTITY_MAX_EDGES:
-                return created
+            if len(edges) >= ENTITY_MAX_EDGES:
+                break
             meta = {"entity": entity}  # on a pair sharing several entities, the last one wins
-            for s, t in ((new.id, other), (other, new.id)):
-                store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=EdgeType.entity, weight=1.0,
-                                       metadata=meta, created_at=now))
-                created += 1
-    return created
+            edges += [Edge(source_id=s, target_id=t, edge_type=EdgeType.entity, weight=1.0, metadata=meta,
+                           created_at=now) for s, t in ((new.id, other), (other, new.id))]
+    store.upsert_edges(edges)
+    return len(edges)

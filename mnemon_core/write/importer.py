@@ -316,9 +316,9 @@ class BatchView:
     def set_vector(self, id: str, vector: np.ndarray, model: str) -> None:
         self._store.set_vector(id, vector, model)
 
-    def upsert_edge(self, edge: Edge) -> None:
-        self._edges.append(edge)
-        self._keys.add((edge.source_id, edge.target_id, str(edge.edge_type)))
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        self._edges += edges
+        self._keys.update((e.source_id, e.target_id, str(e.edge_type)) for e in edges)
 
     def flush(self) -> None:
         """Send the held edges to the store."""

@@ -14,12 +14,9 @@ def ranked(cosines: dict[str, float], exclude: str | None = None) -> list[tuple[
 
 
 def create_semantic_edges(store: WriteTarget, new: Insight, cosines: dict[str, float], now: str) -> int:
-    created = 0
     best = [(i, c) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_AUTO_LINK][:SEMANTIC_AUTO_MAX]
-    for other, cos in best:
-        meta = {"created_by": "auto", "cosine": f"{cos:.4f}"}
-        for s, t in ((new.id, other), (other, new.id)):
-            store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=EdgeType.semantic, weight=cos,
-                                   metadata=meta, created_at=now))
-            created += 1
-    return created
+    edges = [Edge(source_id=s, target_id=t, edge_type=EdgeType.semantic, weight=cos,
+                  metadata={"created_by": "auto", "cosine": f"{cos:.4f}"}, created_at=now)
+             for other, cos in best for s, t in ((new.id, other), (other, new.id))]
+    store.upsert_edges(edges)
+    return len(edges)

@@ -32,21 +32,17 @@ def sequence_edges(prev_id: str, new_id: str, now: str, sub_type: str = "backbon
 def create_temporal_edges(store: WriteTarget, new: Insight, now: str, session: str | None = None) -> int:
     """The backbone and proximity edges of `new`, and with a `session` the conversation step from the
     session's previous memory (unless that is the backbone neighbour already)."""
-    created = 0
+    edges: list[Edge] = []
     prev = store.latest(source=new.source, exclude=new.id, limit=1)
     backbone_id = None
     if prev:
         backbone_id = prev[0].id
-        for e in sequence_edges(prev[0].id, new.id, now):
-            store.upsert_edge(e)
-            created += 1
+        edges += sequence_edges(prev[0].id, new.id, now)
     linked = {backbone_id}
     if session is not None:
         tail = store.session_tail(session)
         if tail is not None and tail not in linked and tail != new.id:
-            for e in sequence_edges(tail, new.id, now, "conversation"):
-                store.upsert_edge(e)
-                created += 1
+            edges += sequence_edges(tail, new.id, now, "conversation")
             linked.add(tail)
         store.set_session_tail(session, new.id)
     t_new: datetime = parse(new.created_at)
@@ -58,20 +54,20 @@ def create_temporal_edges(store: WriteTarget, new: Insight, now: str, session: s
         hours = abs(hours_between(other.created_at, new.created_at))
         meta = {"sub_type": "proximity", "hours_diff": f"{hours:.2f}"}
         w = 1.0 / (1.0 + hours)
-        for s, t in ((new.id, other.id), (other.id, new.id)):
-            store.upsert_edge(Edge(source_id=s, target_id=t, edge_type=EdgeType.temporal, weight=w,
-                                   metadata=meta, created_at=now))
-            created += 1
-    return created
+        edges += [Edge(source_id=s, target_id=t, edge_type=EdgeType.temporal, weight=w, metadata=meta,
+                       created_at=now) for s, t in ((new.id, other.id), (other.id, new.id))]
+    store.upsert_edges(edges)
+    return len(edges)
 
 
 def conversation_steps(store: WriteTarget, steps: Iterable[tuple[str, str]], now: str) -> set[str]:
     """Conversation edges for each (previous, next) pair of one conversation; returns the ids linked."""
     touched: set[str] = set()
+    edges: list[Edge] = []
     for a, b in steps:
-        for e in sequence_edges(a, b, now, "conversation"):
-            store.upsert_edge(e)
+        edges += sequence_edges(a, b, now, "conversation")
         touched.update((a, b))
+    store.upsert_edges(edges)
     return touched
 
 
