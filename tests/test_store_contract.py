@@ -159,6 +159,9 @@ def test_insights(filled: Store) -> None:
     assert s.get_insight("zz") is None
     assert s.get_insights(["c", "a", "e", "zz", "a"]) == {"c": insight("c"), "a": insight("a")}
     assert s.get_insights([]) == {}
+    # texts: the same active ones, as (content, category) only
+    assert s.texts(["c", "a", "e", "zz", "a"]) == {i: (insight(i).content, insight(i).category) for i in ("c", "a")}
+    assert s.texts([]) == {}
     assert s.find_by_content("Redis cache because latency matters") == "a"
     assert s.find_by_content("redis cache because latency matters") is None  # byte-identical only
     assert s.find_by_content("an old redis note to forget") is None

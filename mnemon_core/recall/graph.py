@@ -269,15 +269,16 @@ class GraphView:
             had = gx.dl[fresh]
             self._n_docs -= int((had >= 0).sum())
             self._total_terms -= int(had[had >= 0].sum())
-        for n in nodes.tolist():
-            old = self._delta.pop(n, None)
-            if old is not None:
-                self._unpost(n, old)
         rows = {r.id: r for r in self.store.index_rows(ids)}
         self._known[nodes] = True
         for id_, n in zip(ids, nodes.tolist()):
             r = rows.get(id_)
-            if r is None:
+            keys = None if r is None else (sorted(set(r.tokens)), sorted(set(r.entities)), ascii_fold(r.source),
+                                           r.terms)
+            old = self._delta.pop(n, None)
+            if old is not None and old != keys:
+                self._unpost(n, old)
+            if r is None or keys is None:
                 continue
             self._active[n] = True
             self.importance[n] = r.importance
@@ -285,9 +286,10 @@ class GraphView:
             self.created_key[n] = epoch(r.created_at)
             self._cat[n] = self._code(r.category)
             self._src[n] = self._code(r.source)
-            keys = (sorted(set(r.tokens)), sorted(set(r.entities)), ascii_fold(r.source), r.terms)
             self._n_tok[n] = r.n_tokens
             self._delta[n] = keys
+            if old == keys:  # a neighbour whose edges changed: its postings stand
+                continue
             for memo, names in ((self._d_tok, keys[0]), (self._d_ent, keys[1]), (self._d_src, [keys[2]])):
                 for k in names:
                     memo.setdefault(k, set()).add(n)

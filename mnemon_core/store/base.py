@@ -120,6 +120,9 @@ class Insights(Protocol):
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         """The active ones among ids."""
         ...
+    def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The active ones among ids → (content, category): what a candidate list shows, without the models."""
+        ...
     def find_by_content(self, content: str) -> str | None:
         """The first stored active insight whose content is byte-identical."""
         ...
@@ -289,6 +292,10 @@ class StoreDefaults:
         """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
         for e in edges:
             self.upsert_edge(e)  # type: ignore[attr-defined]
+
+    def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        rows: dict[str, Insight] = self.get_insights(ids)  # type: ignore[attr-defined]
+        return {i: (r.content, r.category) for i, r in rows.items()}
 
     def graph_index(self) -> None:
         return None

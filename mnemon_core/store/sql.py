@@ -217,6 +217,15 @@ class SQLStore(StoreDefaults):
                 out[r[0]] = self._insight(r)
         return out
 
+    def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 900):
+            for r in self._exec(
+                f"SELECT id, content, category FROM {{s}}.insights WHERE id {match} AND {{u}}deleted_at IS NULL", args
+            ):
+                out[r[0]] = (r[1], r[2] or "general")
+        return out
+
     def find_by_content(self, content: str) -> str | None:
         # Byte-identical: SQLite compares TEXT with memcmp (BINARY collation), Postgres under "C" (a hash
         # index finds the candidates).

@@ -49,14 +49,13 @@ def semantic_candidates(
         scored = sorted((p for p in scored if p[1] >= SEMANTIC_TOKEN_FALLBACK), key=lambda p: -p[1])
         if len(scored) > SEMANTIC_REVIEW_MAX:  # keep the ties at the cut, to choose among them by content
             scored = [p for p in scored if p[1] >= scored[SEMANTIC_REVIEW_MAX - 1][1]]
-        rows = store.get_insights([i for i, _ in scored])
-        scored.sort(key=lambda p: (-p[1], rows[p[0]].content if p[0] in rows else "", p[0]))
+        rows = store.texts([i for i, _ in scored])
+        scored.sort(key=lambda p: (-p[1], rows[p[0]][0] if p[0] in rows else "", p[0]))
         picks = [(i, score, False) for i, score in scored[:SEMANTIC_REVIEW_MAX]]
     else:
-        rows = store.get_insights([p[0] for p in picks])
+        rows = store.texts([p[0] for p in picks])
     return [
-        SemanticCandidate(id=i, content=rows[i].content, category=rows[i].category, cosine=round(c, 4),
-                          auto_linked=auto)
+        SemanticCandidate(id=i, content=rows[i][0], category=rows[i][1], cosine=round(c, 4), auto_linked=auto)
         for i, c, auto in picks
         if i in rows
     ]
@@ -64,32 +63,32 @@ def semantic_candidates(
 
 def causal_candidates(store: Store, new: Insight) -> list[CausalCandidate]:
     seen = {new.id}
-    found: list[tuple[Insight, int, str]] = []  # (neighbour, hop, via edge type)
+    found: list[tuple[str, tuple[str, str], int, str]] = []  # (neighbour, its content and category, hop, via)
     frontier = deque([(new.id, 0)])
     while frontier and len(found) < CAUSAL_CANDIDATE_MAX:
         node, hop = frontier.popleft()
         if hop >= CAUSAL_CANDIDATE_HOPS:
             continue
         edges = [(e.target_id if e.source_id == node else e.source_id, e) for e in store.edges_of([node])]
-        active = store.get_insights([o for o, _ in edges if o not in seen])
+        active = store.texts([o for o, _ in edges if o not in seen])
         # Neighbours in an order the memories decide (edge type, heavier edge, content), not their random ids:
         # the walk stops at 10 nodes, and two stores built from the same draft must offer the same ones.
-        edges.sort(key=lambda oe: (oe[1].edge_type, -oe[1].weight, active[oe[0]].content if oe[0] in active
+        edges.sort(key=lambda oe: (oe[1].edge_type, -oe[1].weight, active[oe[0]][0] if oe[0] in active
                                    else "", oe[0]))
         for other, e in edges:
             if other in seen:
                 continue
             seen.add(other)
             if other in active and len(found) < CAUSAL_CANDIDATE_MAX:
-                found.append((active[other], hop + 1, e.edge_type))
+                found.append((other, active[other], hop + 1, e.edge_type))
                 frontier.append((other, hop + 1))
     out = []
-    for ins, hop, etype in found:
+    for id_, (content, category), hop, etype in found:
         out.append(
             CausalCandidate(
-                id=ins.id, content=ins.content, category=ins.category, hop=hop, via_edge=etype,
-                causal_signal=causal_signal(ins.content) or causal_signal(new.content),
-                suggested_sub_type=suggest_sub_type(new.content + " " + ins.content),
+                id=id_, content=content, category=category, hop=hop, via_edge=etype,
+                causal_signal=causal_signal(content) or causal_signal(new.content),
+                suggested_sub_type=suggest_sub_type(new.content + " " + content),
             )
         )
     return out
