@@ -369,3 +369,27 @@ def test_recall_through_the_index_is_the_stores_on_both_backends(mem, store_back
     assert _answers(view) == _answers(GraphView(plain.store))
     assert view.index_file is gx and len(view._delta) > 6
     plain.close()
+
+
+@pytest.mark.integration
+def test_clients_of_one_postgres_store_keep_their_own_files(pg_url, pg_store_name, tmp_path, monkeypatch) -> None:
+    """Two clients (two data dirs: two machines of a fleet) writing one Postgres store in turn: each keeps its
+    own file and folds it only when its delta is large. A fold once moved the shared log's floor to its own
+    counter, so the other client's file fell below it and was written anew at its next write, every write."""
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    a, b = (Memory(data_dir=tmp_path / k, database_url=pg_url, store=pg_store_name, embedder="none") for k in "ab")
+    a.import_draft({"schema_version": "1", "insights": [
+        {"content": f"{VOCAB[i % len(VOCAB)]} note {i} about {ENTITIES[i % len(ENTITIES)]}"} for i in range(40)]})
+    for m in (a, b):
+        m.remember(f"first write through {m.settings.data_dir.name}")
+    files = [m.store.graph_index() for m in (a, b)]
+    assert all(f is not None for f in files) and files[0].path != files[1].path
+    stat = [os.stat(f.path).st_mtime_ns for f in files]
+    for i in range(4):
+        for m in (a, b):
+            m.remember(f"write {i} through {m.settings.data_dir.name}")
+            assert m.store.maintain_graph_index() == 0
+    assert [os.stat(f.path).st_mtime_ns for f in files] == stat
+    assert all(m.store.graph_index() is f for m, f in zip((a, b), files))
+    for m in (a, b):
+        m.close()

@@ -40,7 +40,7 @@ from ..models import EdgeType
 
 __all__ = [
     "EDGE_TYPES", "FOLD_MIN", "FOLD_SHARE", "MIN_ROWS", "SUB_TYPES", "GraphIndex", "IndexRow", "ascii_fold",
-    "build", "open_index",
+    "build", "fold_rows", "open_index",
 ]
 
 FORMAT = 2
@@ -53,6 +53,11 @@ ALIGN = 64
 MIN_ROWS = 2_000
 FOLD_MIN = 20_000
 FOLD_SHARE = 0.25
+
+
+def fold_rows(n: int) -> int:
+    """Change log rows behind a file of n nodes at which a writer writes it anew."""
+    return max(FOLD_MIN, int(FOLD_SHARE * n))
 
 # Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
 EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))

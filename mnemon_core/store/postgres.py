@@ -1091,7 +1091,7 @@ class PostgresStore(SQLStore):
             )
             rows, unknown, floor = int(r[0]), bool(r[1]), int(r[2] or 0)  # type: ignore[index]
             if not unknown and floor <= cur.counter and (
-                rows == 0 if force else rows < max(gindex.FOLD_MIN, gindex.FOLD_SHARE * cur.n)
+                rows == 0 if force else rows < gindex.fold_rows(cur.n)
             ):
                 return 0
         elif self.count_active() < gindex.MIN_ROWS:
@@ -1119,11 +1119,24 @@ class PostgresStore(SQLStore):
                                             rows=rows_, edges=edges)
                 finally:
                     conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-        if not self.readonly:  # readers of an older file see the floor moved and map the new one
-            with self.transaction():
-                self._exec("DELETE FROM {s}.graph_log WHERE counter <= %s", (counter,))
-                self._exec("UPDATE {s}.mnemon_meta SET value = %s WHERE key = 'graph_log_floor'", (counter,))
+        if not self.readonly:
+            self._trim_graph_log(counter)
         return size
+
+    def _trim_graph_log(self, counter: int) -> None:
+        """Drop the change log a fold no longer needs. Each client keeps its own file, so the log is not cut at
+        this file's counter (every other client's file would fall below the floor and be written anew at its
+        next write, and each such fold would push the others below again): only the rows older than the
+        newest `fold_rows` are dropped, which a file behind them would be written anew for anyway."""
+        keep = gindex.fold_rows(self.count_active())
+        r = self._one("SELECT counter FROM {s}.graph_log WHERE counter <= %s ORDER BY counter DESC OFFSET %s LIMIT 1",
+                      (counter, keep))
+        if r is None:
+            return
+        with self.transaction():
+            self._exec("DELETE FROM {s}.graph_log WHERE counter <= %s", (r[0],))
+            self._exec("UPDATE {s}.mnemon_meta SET value = greatest(value, %s) WHERE key = 'graph_log_floor'",
+                       (r[0],))
 
     # ------------------------------------------------------------------ oplog
 

@@ -916,7 +916,7 @@ class SQLiteStore(SQLStore):
                 ).fetchone()
                 floor = self._meta("graph_log_floor") or 0
                 if not unknown and floor <= cur.counter and (
-                    rows == 0 if force else rows < max(gindex.FOLD_MIN, gindex.FOLD_SHARE * cur.n)
+                    rows == 0 if force else rows < gindex.fold_rows(cur.n)
                 ):
                     if any(c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(self.path, *k).exists()
                            for k, c in self._vectors.items()):
