@@ -711,12 +711,13 @@ def cli_env(server: FakeOpenAIServer) -> dict[str, str]:
 
 
 def llm_stand_in(req: dict[str, Any]) -> Reply:
-    """Answers extraction requests per chunk and judge requests by linking p1 causally, a reason naming its
-    candidate."""
+    """Answers extraction requests per chunk and judge requests by linking p1 causally, a reason naming both
+    its ends."""
     if req["messages"][0]["content"].startswith("You judge links"):
         data = json.loads(req["messages"][1]["content"].split("```json\n", 1)[1].split("\n```", 1)[0])
         content = {m["ref"]: m["content"] for m in data["memories"]}
-        reason = f"it enables: {content[data['pairs'][0]['candidate']]}"
+        p1 = data["pairs"][0]
+        reason = f"{content[p1['new']]}, and so {content[p1['candidate']]}"
         return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "causal", "sub_type": "enables",
                                           "direction": "new_to_candidate", "weight": 0.8, "reason": reason}]})
     return Reply.json(CHUNK1 if part(req) == 1 else CHUNK2)

@@ -15,10 +15,19 @@ says the same thing about the same subject with another value is marked `possibl
 older fact is judged `supersedes`; a link weaker than `MIN_WEIGHT` is declined. Sampling is temperature 0 with
 a fixed seed by default: a dry run shows the links the real run makes.
 
-A small model links by habit, so three guards decline what says nothing: a reason that names neither memory
-(empty, generic, or the prompt's own words written back: `names_a_memory`); a `supersedes` between two memories
-that are not about the same subject (`same_subject`: a person or a project in common is not enough); and a
-memory that one answer makes the end of more than `HUB_LINKS` links of one kind (all of them are declined).
+A small model links by habit, so guards decline what says nothing, each with why in `declined`:
+- a reason that names neither memory: empty, generic, or the prompt's own words written back (`names_a_memory`);
+- a reason that is another memory's content written back, one offered in the same call (`worth.restates`);
+- a `causal` or `semantic` reason that does not name both ends, each by a word the other end lacks
+  (`worth.ends_named`: two invoicing facts are not linked by "invoice"; an end's content written back names
+  only that end, and the decline says so);
+- a reason that one answer gives for more than one pair (`reused_reasons`);
+- a `supersedes` between two memories that are not about the same subject (`same_subject`: a person or a
+  project in common is not enough);
+- a memory that one answer makes the end of more than `HUB_LINKS` links of one kind (all of them).
+The 1.5B model's 11 links on the Tessera draft (RESULTS.md, issue 27), replayed offline
+(`benchmarks/judge_replay.py`), are all declined by these: each reason was a memory's content copied, or one
+text given for up to 10 pairs; 20 reasons written for true links pass.
 
 Memory content is untrusted: it reaches the model as quoted JSON, pairs are named by refs (`p1`, `p2`, …)
 that the judge hands out, and every decision is checked here: only offered pairs, allowed types and sub-types,
@@ -45,7 +54,7 @@ from mnemon_core.text import overlap_min_len, terms
 
 from .llm import MAX_ANSWER_TOKENS, Answer, AnswerError, ChatLLM, LLMConfig, describe
 from .prompts import CAUSAL_SUB_TYPES, JUDGE_SYSTEM, JudgeAnswer, JudgeDecision, judge_messages
-from .worth import CHAT_WORDS, RELATION_WORDS
+from .worth import CHAT_WORDS, ends_named, names_an_end, restates
 
 CREATED_BY = "judge"
 MAX_REASON_CHARS = 1000  # a metadata value's limit on the MCP face (reference §8.3)
@@ -72,6 +81,9 @@ PROMPT_WORDS = frozenset(terms(" ".join([JUDGE_SYSTEM, *(f.description or "" for
 # Links of one kind a memory may be an end of in one answer; past that it is a hub (linked by the memory, not by
 # the pairs: the 1.5B model made a team introduction `supersedes` 6 others) and all of them are declined.
 HUB_LINKS = {"supersedes": 2, "causal": 3}
+# Link types whose reason must name both ends by a word of each (`ends_named`); a `supersedes` pair shares its
+# subject by design (`same_subject`), so its reason names the subject.
+BOTH_ENDS_TYPES = frozenset({"causal", "semantic"})
 _DIGIT = re.compile(r"\d")
 
 
@@ -152,12 +164,59 @@ def possible_update(new: str, candidate: str) -> bool:
     return bool(nv - cv) or bool(nw & CHANGE_WORDS - cw)
 
 
+def subject_words(text: str) -> set[str]:
+    """The words the reason guards go by: a text's subject words (no values, no chat talk)."""
+    return _subject(text)[0]
+
+
+def _unprompted(text: str) -> set[str]:
+    return _subject(text)[0] - PROMPT_WORDS
+
+
 def names_a_memory(reason: str, new: str, candidate: str) -> bool:
     """Whether a link's reason names what it connects: a subject word of one of the two memories (not a value:
     a shared date is no relation) that is not a word of the prompt's rules or of any relation ("related",
     "caused"). Empty, generic and copied reasons name nothing."""
-    said = _subject(reason)[0] - PROMPT_WORDS - RELATION_WORDS
-    return bool(said & (_subject(new)[0] | _subject(candidate)[0]))
+    return names_an_end(reason, new, candidate, _unprompted)
+
+
+def reason_key(reason: str) -> str:
+    """A reason as `reused_reasons` compares it: its terms (case, punctuation and stopwords aside)."""
+    return " ".join(terms(reason.strip()[:MAX_REASON_CHARS]))
+
+
+def reused_reasons(decisions: Sequence[Any]) -> dict[str, int]:
+    """The reasons (by `reason_key`) that one answer gives for more than one pair it links → how many pairs: a
+    reason that fits several pairs identifies none (the 1.5B model gave one to 10 pairs)."""
+    refs: dict[str, set[str]] = {}
+    for raw in decisions:
+        if isinstance(raw, dict) and raw.get("link") is True and isinstance(raw.get("reason"), str):
+            ref = next((raw[k].strip() for k in REF_KEYS if isinstance(raw.get(k), str)), "")
+            refs.setdefault(reason_key(raw["reason"]), set()).add(ref)
+    return {key: len(r) for key, r in refs.items() if key and len(r) > 1}
+
+
+def unrelating(reason: str, edge_type: str, new: str, candidate: str,
+               others: Sequence[tuple[str, str]]) -> str | None:
+    """Why a reason that names a memory still does not relate the two ends, or None: it is the content of
+    another memory offered in the same call (`others`: (id, content)) written back, or a `causal` or `semantic`
+    reason does not name both ends, each by a word of its own (`ends_named`; an end's content written back
+    names only that end, and is said so). A reason of an end's words alone may relate the two when that end
+    states both (a decision with its cause), so an end restated is no reason to decline by itself."""
+    for id_, content in others:
+        if restates(reason, content, subject_words):
+            return f"the reason is another memory's content ({id_}) written back, not what relates the two"
+    if edge_type not in BOTH_ENDS_TYPES:
+        return None
+    named_new, named_cand = ends_named(reason, new, candidate, subject_words)
+    if named_new and named_cand:
+        return None
+    for what, content in (("the new memory's", new), ("the candidate's", candidate)):
+        if restates(reason, content, subject_words):
+            return f"the reason is {what} content written back, not what relates the two"
+    if named_new or named_cand:
+        return f"the reason names only the {'new memory' if named_new else 'candidate'}, not the other end"
+    return "the reason names neither end by a word the other lacks"
 
 
 def hub_ends(links: Sequence[JudgeLink]) -> dict[tuple[str, str], int]:
@@ -311,10 +370,12 @@ class LinkJudge:
         pairs that got an answer (linked, declined, refused or left out by the model)."""
         refs: dict[str, str] = {}  # insight id → m ref
         memories: list[dict[str, Any]] = []
+        contents: dict[str, str] = {}  # insight id → content, of every memory in the call
 
         def ref_of(id_: str, content: str, category: str, created_at: str | None = None) -> str:
             if id_ not in refs:
                 refs[id_] = f"m{len(refs) + 1}"
+                contents[id_] = content
                 date = self._date(id_, created_at)
                 memories.append({"ref": refs[id_], "content": content, "category": category,
                                  **({"date": date} if date else {})})
@@ -342,8 +403,9 @@ class LinkJudge:
         decided: set[str] = set()
         first = batch[0].item.result
         chosen: list[tuple[str, _Pair, JudgeLink]] = []
+        reused = reused_reasons(answer.value)
         for raw in answer.value:
-            picked = self._decide(raw, by_ref, decided, first)
+            picked = self._decide(raw, by_ref, decided, first, contents, reused)
             if picked:
                 chosen.append(picked)
         hubs = hub_ends([lk for _, _, lk in chosen])
@@ -373,10 +435,12 @@ class LinkJudge:
 
     # ------------------------------------------------------------------ one decision
 
-    def _decide(self, raw: Any, by_ref: dict[str, _Pair], decided: set[str],
-                first: JudgeResult) -> tuple[str, _Pair, JudgeLink] | None:
+    def _decide(self, raw: Any, by_ref: dict[str, _Pair], decided: set[str], first: JudgeResult,
+                contents: dict[str, str], reused: dict[str, int]) -> tuple[str, _Pair, JudgeLink] | None:
         """(the ref as named, its pair, the link) a decision asks for, once it passed every check; a refused or
-        declined decision is recorded in its insight's result (or `first`'s, when it names no offered pair)."""
+        declined decision is recorded in its insight's result (or `first`'s, when it names no offered pair).
+        `contents` are the call's memories (id → content), `reused` the answer's reasons given for several
+        pairs (`reused_reasons`)."""
         if not isinstance(raw, dict):
             first.refused.append(JudgeRefusal(ref=str(raw)[:100], error="a decision must be an object"))
             return None
@@ -419,6 +483,16 @@ class LinkJudge:
         if not names_a_memory(reason, new, cand):
             result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(
                 f"the reason names neither memory: {reason or '(none)'}")))
+            return None
+        ends = {pair.item.result.id, pair.cid}
+        why = unrelating(reason, d.edge_type, new, cand, [(i, c) for i, c in contents.items() if i not in ends])
+        if why:
+            result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=f"{why}: {reason}"))
+            return None
+        n = reused.get(reason_key(reason), 0)
+        if n:
+            result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(
+                f"the answer gives the same reason for {n} pairs: {reason}")))
             return None
         if d.edge_type == "supersedes" and not same_subject(new, cand):
             result.declined.append(JudgeDecline(candidate_id=pair.cid, reason=(

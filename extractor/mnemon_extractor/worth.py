@@ -10,7 +10,9 @@ draft format; these rules drop them, and the extractor reports each one it dropp
   fragment that starts with a connective ("because of …", "and then …"); or a lone question (the 0.5B model
   copied "Dana Reyes wants a cron entry for it?" out of a chat).
 - `names_an_end(reason, a, b)`: an edge's reason must share a word (stemmed) with at least one of its ends;
-  "these are related" says nothing a reader can check.
+  "these are related" says nothing a reader can check. The judge asks more of its links' reasons
+  (`ends_named`: a word of each end that the other end lacks; `restates`: not a memory's content written
+  back); both take the judge's own view of a text's words (`words`).
 - `hubs(edges, n)`: an insight linked to at least `HUB_MIN_EDGES` others and to at least `HUB_SHARE` of the
   answer's other insights is linked to everything: its edges say nothing about any one of them.
 - `chain(edges)`: at least `CHAIN_MIN_EDGES` edges, most of the answer's, that each link an insight to the
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from mnemon_core.text import jaccard, terms, token_set, tokenize
 
@@ -36,6 +38,10 @@ HUB_SHARE = 0.5
 CHAIN_MIN_EDGES = 4
 CHAIN_SHARE = 0.75
 COPIED_JACCARD = 0.8  # token overlap with an insight of the prompt's example
+# A reason restates a memory when all its words are that memory's and they are at least this share of them
+# (the 1.5B judge wrote a memory's content back word for word as its reason).
+RESTATED_SHARE = 0.8
+CONTAINED_SHARE = 0.5  # of an end's words the other end has too: then any of its words names it (`ends_named`)
 # Words of chat talk: they make up greetings, thanks, sign-offs and remarks about the conversation itself.
 CHAT_WORDS = frozenset("""
     hi hello hey morning evening afternoon night good great nice thanks thank thx cheers bye goodbye luck
@@ -89,14 +95,38 @@ def fact_free(content: str) -> tuple[str, str] | None:
     return None
 
 
+Words = Callable[[str], set[str]]  # a text's words, as a rule sees them
+
+
 def _named(text: str) -> set[str]:
     return {t for t in terms(text) if not _NUMBER.fullmatch(t)}
 
 
-def names_an_end(reason: str | None, source: str, target: str) -> bool:
+def names_an_end(reason: str | None, source: str, target: str, words: Words = _named) -> bool:
     """Whether the reason shares a word with one end (its content and entities as given)."""
-    said = _named(reason or "") - RELATION_WORDS
-    return bool(said & (_named(source) | _named(target)))
+    said = words(reason or "") - RELATION_WORDS
+    return bool(said & (words(source) | words(target)))
+
+
+def ends_named(reason: str | None, source: str, target: str, words: Words = _named) -> tuple[bool, bool]:
+    """Whether the reason names (source, target), each by a word of its own: one that the other end lacks (a
+    word both share, "invoice" of two invoicing facts, names neither). An end whose words the other mostly has
+    too (at least `CONTAINED_SHARE` of them: a cause that the decision it led to states again) is named by any
+    of its words."""
+    said = words(reason or "") - RELATION_WORDS
+    s, t = words(source), words(target)
+
+    def own(end: set[str], other: set[str]) -> set[str]:
+        return end if len(end & other) >= CONTAINED_SHARE * len(end) else end - other
+
+    return bool(said & own(s, t)), bool(said & own(t, s))
+
+
+def restates(reason: str | None, content: str, words: Words = _named) -> bool:
+    """Whether the reason is `content` written back: no word of its own, and at least `RESTATED_SHARE` of the
+    content's words."""
+    said, own = words(reason or "") - RELATION_WORDS, words(content) - RELATION_WORDS
+    return bool(said) and said <= own and len(said) >= RESTATED_SHARE * len(own)
 
 
 def hubs(edges: Iterable[tuple[int, int]], insights: int) -> set[int]:
