@@ -2,6 +2,7 @@
 answers a real model gave, without the model.
 
     python -m benchmarks.judge_replay DRAFT RUN [RUN ...]
+    python -m benchmarks.judge_replay benchmarks/data/judge-runs/tessera-qwen2.5-coder-1.5b/draft.json benchmarks/data/judge-runs/tessera-qwen2.5-coder-1.5b/run1 benchmarks/data/judge-runs/tessera-qwen2.5-coder-1.5b/run2
 
 DRAFT is the draft the run imported; RUN a folder with `import.json` (the output of `mnemon import DRAFT`) and
 `judge.json` (of `mnemon judge --recent N`). The draft is imported again into a fresh store without an embedder
