@@ -132,6 +132,7 @@ def measure(url: str, n: int, count: int, warmup: int) -> dict:
 
     # The Postgres client's graph index file (beside it, under its data dir): a migrated store has none until
     # the client's first write; here it is written from the database's two bulk reads and timed.
+    shutil.rmtree(WORK / "client", ignore_errors=True)  # a file of an earlier run would not be written again
     pg = Memory(data_dir=WORK / "client", database_url=url, store=name, embedder=emb)
     out["pg_index_s"] = timed(pg.store.maintain_graph_index, force=True)[0] / 1000
     pg.close()
@@ -155,6 +156,11 @@ def measure(url: str, n: int, count: int, warmup: int) -> dict:
     nosync = Memory(data_dir=WORK / "client", database_url=url + ("&" if "?" in url else "?")
                     + "options=-c%20synchronous_commit%3Doff",
                     store=name, embedder=emb)
+    for m in (sq, pg):  # rows a killed earlier run left active (the runs soft-delete theirs at the end)
+        left = [r.id for r in m.store.latest(source="bench", limit=10 * REMEMBERS)]
+        if left:
+            with m.store.transaction():
+                m.store.soft_delete(left, "2026-01-01T00:00:00Z")
     rem, ids = remember_both({"sqlite": sq, "postgres": pg, "nosync": nosync}, n)
     out["sqlite"]["remember"], out["postgres"]["remember"] = rem["sqlite"], rem["postgres"]
     out["postgres_nosync_remember"] = rem["nosync"]
