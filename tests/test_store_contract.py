@@ -484,7 +484,11 @@ def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytes
     assert s.graph_changes_since(gx.counter, s.graph_version()[0]) == {"a", "d"}
     assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) > 0
     assert s.graph_index() is not gx and s.graph_index().counter == s.graph_version()[0]
-    assert s.graph_changes_since(gx.counter, s.graph_version()[0]) is None  # the log was folded past it
+    since_old = s.graph_changes_since(gx.counter, s.graph_version()[0])
+    if store_backend == "postgres":  # each client keeps its own file: the log stays for the others' (fold_rows)
+        assert since_old == {"a", "d"}
+    else:
+        assert since_old is None  # one file for every process: the log was folded past it
 
 
 # ---------------------------------------------------------------------------------------------- oplog, dump

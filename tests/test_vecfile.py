@@ -125,3 +125,32 @@ def test_a_file_of_another_store_or_ahead_of_it_is_not_used(tmp_path: Path, monk
     assert _held(sb) == _from_store(pb)
     ahead = vecfile.load(vecfile.path_for(pa, MODEL, DIM), MODEL, DIM, uid=sa._meta("store_uid"), counter=0)
     assert isinstance(ahead, gindex.Rejected) and "ahead" in ahead.reason
+
+
+@pytest.mark.integration
+def test_a_postgres_client_maps_its_own_file(pg_url, pg_store_name, tmp_path: Path, monkeypatch) -> None:
+    """A Postgres client's fold writes the vector matrix file beside its graph index file; a fresh client of
+    that data dir starts its cache from the file and reads from the database only the rows changed since, and
+    holds exactly the vectors a cache read from the database holds."""
+    from mnemon_core.store.postgres import PostgresStore
+
+    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    writer = PostgresStore(pg_url, store=pg_store_name, index_dir=tmp_path)
+    rng = random.Random(3)
+    _fill(writer, rng, 30, first=True)
+    assert writer.maintain_graph_index() > 0
+    path = vecfile.path_for(writer._gindex.path, MODEL, DIM)
+    assert path.exists()
+    _fill(writer, rng, 5)  # after the file
+    read: list[int] = []
+    fresh = PostgresStore(pg_url, store=pg_store_name, index_dir=tmp_path, readonly=True)
+    changes = fresh._vector_changes
+    monkeypatch.setattr(fresh, "_vector_changes",
+                        lambda after, top: (read.append(len(b)) or b for b in changes(after, top)))
+    plain = PostgresStore(pg_url, store=pg_store_name, readonly=True)  # no index dir: no file
+    try:
+        assert _held(fresh) == _held(plain) and len(_held(fresh)) > 0
+        assert 0 < sum(read) <= 5  # only what changed after the file, not its last transaction's again
+    finally:
+        for s in (writer, fresh, plain):
+            s.close()

@@ -894,8 +894,8 @@ class PostgresStore(SQLStore):
         while True:
             rows = self._exec(
                 "SELECT id, embedding, model, active, vec_seq FROM {s}.vectors "
-                "WHERE (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
-                (*last, top, VECTOR_PAGE), binary=True,
+                "WHERE vec_seq > %s AND (vec_seq, id) > (%s, %s) AND vec_seq <= %s ORDER BY vec_seq, id LIMIT %s",
+                (after, *last, top, VECTOR_PAGE), binary=True,
             )
             yield [(r[0], _blob(r[1]), r[2], r[3]) for r in rows]
             if len(rows) < VECTOR_PAGE:
@@ -1059,9 +1059,8 @@ class PostgresStore(SQLStore):
 
     # ------------------------------------------------------------------ the graph index file (gindex.py)
 
-    def _meta_value(self, key: str) -> int | None:
-        r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = %s", (key,))
-        return int(r[0]) if r else None
+    def _vector_file_beside(self) -> Path | None:
+        return None if self._gindex is None else self._gindex.path
 
     def graph_index(self) -> gindex.GraphIndex | None:
         """The index file beside this client when it is whole and of this store (None: none, no place for it,
@@ -1070,7 +1069,7 @@ class PostgresStore(SQLStore):
         if self._gindex is None or (tx is not None and tx.touched):
             return None
         with self._gindex_lock:
-            return self._gindex.get(self._meta_value("store_uid"), self.graph_version()[0])
+            return self._gindex.get(self._meta("store_uid"), self.graph_version()[0])
 
     def graph_index_state(self) -> gindex.GraphIndex | gindex.Rejected | None:
         self.graph_index()
@@ -1093,6 +1092,10 @@ class PostgresStore(SQLStore):
             if not unknown and floor <= cur.counter and (
                 rows == 0 if force else rows < gindex.fold_rows(cur.n)
             ):
+                if self._vector_files_missing():
+                    with gindex.writer_lock(path) as mine:
+                        if mine:
+                            self._write_vector_files(missing_only=True)
                 return 0
         elif self.count_active() < gindex.MIN_ROWS:
             return 0
@@ -1115,10 +1118,11 @@ class PostgresStore(SQLStore):
                         edges = conn.execute(self._q(
                             "SELECT source_id, target_id, edge_type, weight, "
                             "CASE WHEN edge_type = 'temporal' THEN metadata->>'sub_type' END FROM {s}.edges"))
-                        size = gindex.build(path, uid=self._meta_value("store_uid") or 0, counter=counter,
+                        size = gindex.build(path, uid=self._meta("store_uid") or 0, counter=counter,
                                             rows=rows_, edges=edges)
                 finally:
                     conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
+            self._write_vector_files(missing_only=False)
         if not self.readonly:
             self._trim_graph_log(counter)
         return size

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
 from .base import NO_FILTERS, AnnSearch, Filters, StoreDefaults
+from . import gindex, vecfile
 from .vectors import VectorCache, nearest
 
 INSIGHT_COLUMNS = (
@@ -388,9 +390,51 @@ class SQLStore(StoreDefaults):
                 cache.apply([], top_seq)
             return cache.snapshot()
 
+    def _meta(self, key: str) -> int | None:
+        """A value of the store's `mnemon_meta` (the store's id, counters), None when it has none."""
+        r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = ?", (key,))
+        return int(r[0]) if r else None
+
+    def _vector_file_beside(self) -> Path | None:
+        """The file the vector matrix files are named after (the database, or a Postgres client's graph index
+        file), None: this store keeps none."""
+        return None
+
     def _mapped_vectors(self, model: str, dim: int, top_seq: int) -> VectorCache | None:
         """A cache started from a vector matrix file at or before `top_seq` (`vecfile.py`), None: none."""
-        return None
+        beside = self._vector_file_beside()
+        if beside is None:
+            return None
+        got = vecfile.load(vecfile.path_for(beside, model, dim), model, dim, uid=self._meta("store_uid"),
+                           counter=top_seq)
+        return got if isinstance(got, VectorCache) else None
+
+    def _vector_files_missing(self) -> bool:
+        """Whether a model this process holds `gindex.MIN_ROWS` vectors of has no vector matrix file yet."""
+        beside = self._vector_file_beside()
+        return beside is not None and any(c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()
+                                          for k, c in self._vectors.items())
+
+    def _write_vector_files(self, missing_only: bool) -> None:
+        """The vector matrix file of each model with `gindex.MIN_ROWS` vectors (`vecfile.py`), at this
+        snapshot's `vec_seq`; `missing_only`: only of the models this process holds and that have no file."""
+        beside = self._vector_file_beside()
+        if beside is None:
+            return
+        if missing_only:
+            models = [k for k, c in self._vectors.items()
+                      if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()]
+        else:
+            models = [(m, int(d)) for m, d in (k.rsplit(":", 1) for k, c in self.vector_counts().items()
+                                               if c >= gindex.MIN_ROWS)]
+        for model, dim in models:
+            ids, _ = self.vector_matrix(model, dim)
+            if len(ids) < gindex.MIN_ROWS:
+                continue
+            cache = self._vectors[(model, dim)]
+            path = vecfile.path_for(beside, model, dim)
+            gindex.remove_leftovers(path)
+            vecfile.write(path, cache, uid=self._meta("store_uid") or 0, counter=cache.high_water)
 
     def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
         """(id, float32 blob, model, active) of every row whose vector changed after `after`, in batches."""

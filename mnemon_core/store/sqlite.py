@@ -28,7 +28,7 @@ from ..config import STORE_NAME_RE, OplogRetention, Settings, create_private_fil
 from ..errors import StoreError
 from ..models import Edge, Insight
 from ..text import document, terms, token_set
-from . import ann, base, gindex, vecfile
+from . import ann, base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
 from .sql import (
@@ -705,28 +705,8 @@ class SQLiteStore(SQLStore):
         while rows := cur.fetchmany(_VECTOR_CHUNK):
             yield [(r[0], r[1], r[2], bool(r[3])) for r in rows]
 
-    def _mapped_vectors(self, model: str, dim: int, top_seq: int) -> VectorCache | None:
-        path = vecfile.path_for(self.path, model, dim)
-        got = vecfile.load(path, model, dim, uid=self._meta("store_uid"), counter=top_seq)
-        return got if isinstance(got, VectorCache) else None
-
-    def _write_vector_files(self, missing_only: bool) -> None:
-        """The vector matrix file of each model with `gindex.MIN_ROWS` vectors (`vecfile.py`), at this
-        snapshot's `vec_seq`; `missing_only`: only of the models this process holds and that have no file."""
-        if missing_only:
-            models = [k for k, c in self._vectors.items()
-                      if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(self.path, *k).exists()]
-        else:
-            models = [(m, int(d)) for m, d in (k.rsplit(":", 1) for k, c in self.vector_counts().items()
-                                               if c >= gindex.MIN_ROWS)]
-        for model, dim in models:
-            ids, _ = self.vector_matrix(model, dim)
-            if len(ids) < gindex.MIN_ROWS:
-                continue
-            cache = self._vectors[(model, dim)]
-            path = vecfile.path_for(self.path, model, dim)
-            gindex.remove_leftovers(path)
-            vecfile.write(path, cache, uid=self._meta("store_uid") or 0, counter=cache.high_water)
+    def _vector_file_beside(self) -> Path:
+        return self.path
 
     def ann_index(self, model: str, dim: int) -> ann.AnnIndex | None:
         """The HNSW index beside this database (`store/ann.py`) when it can serve recall's vector signal for
@@ -918,8 +898,7 @@ class SQLiteStore(SQLStore):
                 if not unknown and floor <= cur.counter and (
                     rows == 0 if force else rows < gindex.fold_rows(cur.n)
                 ):
-                    if any(c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(self.path, *k).exists()
-                           for k, c in self._vectors.items()):
+                    if self._vector_files_missing():
                         with gindex.writer_lock(path) as mine:
                             if mine:
                                 self.db.execute("BEGIN")  # the vectors at one vec_seq
