@@ -1,0 +1,98 @@
+"""Where a warm `remember` spends its CPU, stage by stage, without a profiler: each step of `Memory.remember`
+wrapped with a process-CPU timer, on a scratch copy of `scale.py`'s import-built store (its index file on,
+384-d preset vectors, auto-prune off). Prints the CPU p50 / p95 / mean of the whole call, then each stage's mean
+per call and share (nested stages: `sync` is inside `token_tops`, the builders inside `write_insight`).
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/remember_stages.py                 # 10k, 300 calls
+    OPENBLAS_NUM_THREADS=1 python benchmarks/remember_stages.py --n 100000 --calls 100
+
+Two trees alternated (before / after a change): run it with `PYTHONPATH=TREE` from each tree in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import scale  # noqa: E402
+import synth  # noqa: E402
+
+
+def timed_stages() -> dict[str, float]:
+    """Wrap the stages of `remember` with CPU timers; their totals (seconds) by name."""
+    from mnemon_core import Memory
+    from mnemon_core import memory as memory_mod
+    from mnemon_core.recall import graph
+    from mnemon_core.write import candidates, diff, pipeline
+
+    acc: dict[str, float] = defaultdict(float)
+
+    def wrap(owner: Any, attr: str, name: str) -> None:
+        f = getattr(owner, attr)
+
+        def timed(*a: Any, **k: Any) -> Any:
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                acc[name] += time.process_time() - t
+
+        setattr(owner, attr, timed)
+
+    for owner, attr, name in (
+        (graph.GraphView, "sync", "memo sync (inside token_tops)"), (candidates, "token_tops", "token_tops"),
+        (diff, "suggest", "diff label"), (memory_mod, "resolve", "entities"),
+        (memory_mod, "write_insight", "write_insight"), (pipeline, "create_temporal_edges", "  temporal builder"),
+        (pipeline, "create_entity_edges", "  entity builder"), (pipeline, "create_causal_edges", "  causal builder"),
+        (pipeline, "create_semantic_edges", "  semantic builder"), (pipeline, "refresh_ei", "  EI"),
+        (candidates, "semantic_candidates", "semantic candidates"),
+        (candidates, "causal_candidates", "causal candidates"), (Memory, "_maintain_index", "index file upkeep"),
+        (Memory, "embed_texts", "embedding (preset)"), (Memory, "cosines", "cosines"), (Memory, "_log", "oplog"),
+    ):
+        wrap(owner, attr, name)
+    return acc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=10_000, help="store size (scale.py's cached store)")
+    ap.add_argument("--calls", type=int, default=300)
+    a = ap.parse_args()
+    from mnemon_core import Memory
+
+    src = scale.data_dir(a.n)
+    acc = timed_stages()
+    with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
+        dst = Path(tmp) / "copy"
+        shutil.copytree(src, dst)
+        mem = Memory(data_dir=dst, store="default", embedder=synth.PresetEmbedder())
+        mem.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
+        acc.clear()
+        texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(a.n, a.calls, seed=a.n + 1))]
+        cpu = []
+        for i, text in enumerate(texts):
+            t = time.process_time()
+            mem.remember(text, category="fact", source="user" if i % 2 else "agent")
+            cpu.append((time.process_time() - t) * 1000)
+        mem.close()
+    total = sum(cpu)
+    print(f"remember at {a.n:,}: CPU p50 {synth.pct(cpu, 50):.2f} ms, p95 {synth.pct(cpu, 95):.2f} ms, "
+          f"mean {total / len(cpu):.2f} ms")
+    for name, s in sorted(acc.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:32s} {s * 1000 / len(cpu):6.2f} ms  {100 * s * 1000 / total:5.1f} %")
+
+
+if __name__ == "__main__":
+    os.environ["MNEMON_MAX_INSIGHTS"] = "0"  # the store is larger than the default cap: no pruning timed
+    main()
