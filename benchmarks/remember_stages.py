@@ -17,9 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,27 +27,14 @@ import scale  # noqa: E402
 import synth  # noqa: E402
 
 
-def timed_stages() -> dict[str, float]:
-    """Wrap the stages of `remember` with CPU timers; their totals (seconds) by name."""
+def timed_stages() -> scale.Stages:
+    """The stages of `remember` wrapped with CPU timers (`scale.Stages`)."""
     from mnemon_core import Memory
     from mnemon_core import memory as memory_mod
     from mnemon_core.recall import graph
     from mnemon_core.write import candidates, diff, pipeline
 
-    acc: dict[str, float] = defaultdict(float)
-
-    def wrap(owner: Any, attr: str, name: str) -> None:
-        f = getattr(owner, attr)
-
-        def timed(*a: Any, **k: Any) -> Any:
-            t = time.process_time()
-            try:
-                return f(*a, **k)
-            finally:
-                acc[name] += time.process_time() - t
-
-        setattr(owner, attr, timed)
-
+    stages = scale.Stages(clock=time.process_time)
     for owner, attr, name in (
         (graph.GraphView, "sync", "memo sync (inside token_tops)"), (candidates, "token_tops", "token_tops"),
         (diff, "suggest", "diff label"), (memory_mod, "resolve", "entities"),
@@ -60,8 +45,8 @@ def timed_stages() -> dict[str, float]:
         (candidates, "causal_candidates", "causal candidates"), (Memory, "_maintain_index", "index file upkeep"),
         (Memory, "embed_texts", "embedding (preset)"), (Memory, "cosines", "cosines"), (Memory, "_log", "oplog"),
     ):
-        wrap(owner, attr, name)
-    return acc
+        stages.wrap(owner, attr, name)
+    return stages
 
 
 def main() -> None:
@@ -72,25 +57,27 @@ def main() -> None:
     from mnemon_core import Memory
 
     src = scale.data_dir(a.n)
-    acc = timed_stages()
+    stages = timed_stages()
     with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
         dst = Path(tmp) / "copy"
         shutil.copytree(src, dst)
         mem = Memory(data_dir=dst, store="default", embedder=synth.PresetEmbedder())
         mem.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
-        acc.clear()
+        stages.end_query()
+        stages.ms.clear()
         texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(a.n, a.calls, seed=a.n + 1))]
         cpu = []
         for i, text in enumerate(texts):
             t = time.process_time()
             mem.remember(text, category="fact", source="user" if i % 2 else "agent")
             cpu.append((time.process_time() - t) * 1000)
+            stages.end_query()
         mem.close()
     total = sum(cpu)
     print(f"remember at {a.n:,}: CPU p50 {synth.pct(cpu, 50):.2f} ms, p95 {synth.pct(cpu, 95):.2f} ms, "
           f"mean {total / len(cpu):.2f} ms")
-    for name, s in sorted(acc.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:32s} {s * 1000 / len(cpu):6.2f} ms  {100 * s * 1000 / total:5.1f} %")
+    for name, ms in sorted(stages.ms.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {name:32s} {sum(ms) / len(cpu):6.2f} ms  {100 * sum(ms) / total:5.1f} %")
 
 
 if __name__ == "__main__":
