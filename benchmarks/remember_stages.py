@@ -65,13 +65,7 @@ def main() -> None:
         mem.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
         stages.end_query()
         stages.ms.clear()
-        texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(a.n, a.calls, seed=a.n + 1))]
-        cpu = []
-        for i, text in enumerate(texts):
-            t = time.process_time()
-            mem.remember(text, category="fact", source="user" if i % 2 else "agent")
-            cpu.append((time.process_time() - t) * 1000)
-            stages.end_query()
+        cpu = scale.remember_each(mem, a.n, a.calls, clock=time.process_time, after=stages.end_query)
         mem.close()
     total = sum(cpu)
     print(f"remember at {a.n:,}: CPU p50 {synth.pct(cpu, 50):.2f} ms, p95 {synth.pct(cpu, 95):.2f} ms, "

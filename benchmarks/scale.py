@@ -409,14 +409,22 @@ def remember_p50(n: int, count: int, in_place: bool = False) -> float:
         emb = synth.PresetEmbedder()
         mem = Memory(data_dir=dst, store="default", embedder=emb)
         mem.remember("warm up the vector matrix and the write path ProjKalo", category="fact")
-        texts = [f"{t} note {i}" for i, (t, _) in enumerate(synth.queries(n, count, seed=n + 1))]
-        out = []
-        for i, text in enumerate(texts):
-            t = time.perf_counter()
-            mem.remember(text, category="fact", source="user" if i % 2 else "agent")
-            out.append((time.perf_counter() - t) * 1000)
+        out = remember_each(mem, n, count)
         mem.close()
     return synth.pct(out, 50)
+
+
+def remember_each(mem: Any, n: int, count: int, clock: Callable[[], float] = time.perf_counter,
+                  after: Callable[[], None] = lambda: None) -> list[float]:
+    """`count` remembers of new texts into the store of size n, each one's ms by `clock` (`after` runs after
+    each)."""
+    out = []
+    for i, (text, _) in enumerate(synth.queries(n, count, seed=n + 1)):
+        t = clock()
+        mem.remember(f"{text} note {i}", category="fact", source="user" if i % 2 else "agent")
+        out.append((clock() - t) * 1000)
+        after()
+    return out
 
 
 _RSS_CHILD = """
