@@ -6,7 +6,8 @@ per call and share (nested stages: `sync` is inside `token_tops`, the builders i
     OPENBLAS_NUM_THREADS=1 python benchmarks/remember_stages.py                 # 10k, 300 calls
     OPENBLAS_NUM_THREADS=1 python benchmarks/remember_stages.py --n 100000 --calls 100
 
-Two trees alternated (before / after a change): run it with `PYTHONPATH=TREE` from each tree in turn.
+Two trees alternated (before / after a change): `--tree DIR` times the engine of another checkout, e.g.
+`git worktree add --detach /tmp/base 1d31d05`, then `--tree /tmp/base` and without it, in turn.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+# --tree DIR: time the engine of another checkout (before / after a change), put first before anything imports it
+TREE = sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv[:-1] else None
+if TREE:
+    sys.path.insert(0, str(Path(TREE).resolve()))
 
 import scale  # noqa: E402
 import synth  # noqa: E402
@@ -53,6 +58,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000, help="store size (scale.py's cached store)")
     ap.add_argument("--calls", type=int, default=300)
+    ap.add_argument("--tree", help="a checkout whose mnemon_core to time (default: this one)")
     a = ap.parse_args()
     from mnemon_core import Memory
 
@@ -68,6 +74,7 @@ def main() -> None:
         cpu = scale.remember_each(mem, a.n, a.calls, clock=time.process_time, after=stages.end_query)
         mem.close()
     total = sum(cpu)
+    print(f"engine: {Path(sys.modules['mnemon_core'].__file__).parent.parent}")
     print(f"remember at {a.n:,}: CPU p50 {synth.pct(cpu, 50):.2f} ms, p95 {synth.pct(cpu, 95):.2f} ms, "
           f"mean {total / len(cpu):.2f} ms")
     for name, ms in sorted(stages.ms.items(), key=lambda kv: -sum(kv[1])):
