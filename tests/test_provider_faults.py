@@ -212,7 +212,7 @@ def test_judge_that_decides_for_some_insights_exits_0_and_reports_the_others(cli
             return Reply.error(500, "boom", headers={"retry-after-ms": "1"})
         return Reply.json({"decisions": [{"ref": "p1", "link": True, "edge_type": "semantic", "sub_type": None,
                                           "direction": "new_to_candidate", "weight": 0.6,
-                                          "reason": "the search service"}]})
+                                          "reason": "slow Milvus filtering moved the search service to Qdrant"}]})
 
     with FakeOpenAIServer(respond) as s:
         r = cli("judge", "--recent", "2", env=llm_env(s))
