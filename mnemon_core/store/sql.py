@@ -409,11 +409,11 @@ class SQLStore(StoreDefaults):
                            counter=top_seq)
         return got if isinstance(got, VectorCache) else None
 
-    def _vector_files_missing(self) -> bool:
-        """Whether a model this process holds `gindex.MIN_ROWS` vectors of has no vector matrix file yet."""
+    def _vector_files_missing(self) -> list[tuple[str, int]]:
+        """The models this process holds `gindex.MIN_ROWS` vectors of that have no vector matrix file yet."""
         beside = self._vector_file_beside()
-        return beside is not None and any(c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()
-                                          for k, c in self._vectors.items())
+        return [] if beside is None else [k for k, c in self._vectors.items()
+                                          if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()]
 
     def _write_vector_files(self, missing_only: bool) -> None:
         """The vector matrix file of each model with `gindex.MIN_ROWS` vectors (`vecfile.py`), at this
@@ -422,8 +422,7 @@ class SQLStore(StoreDefaults):
         if beside is None:
             return
         if missing_only:
-            models = [k for k, c in self._vectors.items()
-                      if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()]
+            models = self._vector_files_missing()
         else:
             models = [(m, int(d)) for m, d in (k.rsplit(":", 1) for k, c in self.vector_counts().items()
                                                if c >= gindex.MIN_ROWS)]

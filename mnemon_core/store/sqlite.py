@@ -835,10 +835,6 @@ class SQLiteStore(SQLStore):
             "SELECT insight_id FROM graph_log WHERE counter > ? AND counter <= ?", (since, now))}
         return None if "*" in ids else ids
 
-    def _meta(self, key: str) -> int | None:
-        r = self.db.execute("SELECT value FROM mnemon_meta WHERE key = ?", (key,)).fetchone()
-        return r[0] if r else None
-
     # ------------------------------------------------------------------ the graph index file (gindex.py)
 
     def graph_index(self) -> gindex.GraphIndex | None:
