@@ -34,6 +34,8 @@ ROWS = [
     ("d", "Café opening hours", "general", 1, [], [], "agent2", T1, {"cafe", "hours"}),
     ("e", "an old redis note to forget", "general", 2, [], ["Redis"], "agent3", T2, {"redis", "note"}),
 ]
+NO_INDEX_FILE = ("kuzu", "redis", "falkordb")  # recall reads through the Edges calls (`base.StoreDefaults`)
+SERVERS = ("postgres", "redis", "falkordb")  # a database on a server: never "replaced" as a file can be
 A, B, C = (np.array(v, dtype=np.float32) for v in ([1, 0, 0, 0], [0, 1, 0, 0], [0.6, 0.8, 0, 0]))
 
 
@@ -108,7 +110,7 @@ def test_claim_request_records_an_id_once_and_rolls_back_with_its_transaction(st
 def test_replaced_says_whether_the_opened_database_is_still_the_settings_one(store: Store, store_backend: str,
                                                                            mem) -> None:
     assert store.replaced() is False
-    if store_backend == "postgres":
+    if store_backend in SERVERS:
         return  # a server's database stays the one connected to
     path = Path(store.path if store_backend == "kuzu" else mem.settings.db_path)  # type: ignore[attr-defined]
     backup = path.with_name("backup.db")
@@ -126,7 +128,8 @@ def test_lifecycle(store: Store, store_backend: str, mem) -> None:
     elif store_backend == "kuzu":
         assert store.location == f"{mem.settings.database_url} (store {mem.settings.store})"
     else:  # the URL without its password, and the store
-        assert store.location.endswith(f"(store {mem.settings.store})") and "postgresql://" in store.location
+        assert store.location.endswith(f"(store {mem.settings.store})")
+        assert store.location.startswith(("postgresql://", "redis://", "falkordb://"))
     with store.transaction():
         store.insert_insight(insight("a"), {"redis"})
         with pytest.raises(RuntimeError):
@@ -439,8 +442,9 @@ def test_upsert_edges_in_order(filled: Store) -> None:
 
 def test_a_backend_without_an_index_file_says_so(filled: Store, store_backend: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kùzu keeps no graph index file (`store.base.StoreDefaults`): recall reads through the Edges calls."""
-    if store_backend != "kuzu":
+    """Kùzu, Redis and FalkorDB keep no graph index file (`store.base.StoreDefaults`): recall reads through the
+    Edges calls."""
+    if store_backend not in NO_INDEX_FILE:
         pytest.skip("this backend keeps an index file (test_graph_index_reads)")
     from mnemon_core.store import gindex
 
@@ -455,8 +459,8 @@ def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytes
     beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
     from mnemon_core.store import gindex
 
-    if store_backend == "kuzu":
-        pytest.skip("Kùzu keeps no graph index file (test_a_backend_without_an_index_file_says_so)")
+    if store_backend in NO_INDEX_FILE:
+        pytest.skip("no graph index file here (test_a_backend_without_an_index_file_says_so)")
     s = filled
     before = s.graph_version()
     s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
@@ -571,6 +575,28 @@ def test_bulk_load_into_kuzu_copies_what_dump_gives(filled: Store, tmp_path: Pat
         target.close()
 
 
+def test_bulk_load_into_redis_copies_what_dump_gives(filled: Store, redis_url: str) -> None:
+    """`BulkLoad` on Redis (`mnemon migrate --to redis://…`) from each backend's `Dump`: one MULTI/EXEC, read back
+    the same (by this object and by a fresh one that reads the keys), ranked as its source."""
+    from redis_server import fresh_store
+
+    from mnemon_core.store.redis import RedisStore, Stores
+
+    name = fresh_store()
+    target = RedisStore(redis_url, store=name)
+    try:
+        target.load(filled.dump_insights(), filled.iter_edges(), filled.dump_oplog(), filled.dump_tails())
+        assert dumped(target) == dumped(filled)
+        target.shared.mirror = None  # read back from the server, not from what this process wrote
+        assert dumped(target) == dumped(filled)
+        assert target.term_scores(stem("redis")) == filled.term_scores(stem("redis"))
+        target.log("after", None, "", T2)  # ids go on after the copied ones
+        assert [o.id for o in target.read_log(3)][0] > max(o.id for o in filled.read_log(10))
+    finally:
+        target.close()
+        Stores(redis_url).remove(name)
+
+
 # ---------------------------------------------------------------------------------------------- catalog
 
 
@@ -605,13 +631,13 @@ def test_this_file_calls_every_protocol_method() -> None:
 
 
 @pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore"),
-                                         ("kuzu", "KuzuStore")])
+                                         ("kuzu", "KuzuStore"), ("redis", "RedisStore")])
 def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
     """Every public method of a backend is one the protocols declare (`load` on the migration targets)."""
     import importlib
 
-    if module == "kuzu":
-        pytest.importorskip("kuzu")
+    if module in ("kuzu", "redis"):
+        pytest.importorskip(module)
 
     store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)
     public = {n for n, v in inspect.getmembers(store_cls, inspect.isfunction) if not n.startswith("_")}

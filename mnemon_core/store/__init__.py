@@ -1,5 +1,5 @@
-"""Stores behind one protocol: SQLite (embedded default), Postgres (scale-out) and Kùzu (an embedded graph database),
-the last two chosen by `MNEMON_DATABASE_URL`."""
+"""Stores behind one protocol: SQLite (embedded default), Postgres (scale-out), Kùzu (an embedded graph database),
+Redis 8 and FalkorDB (a Cypher server), the others chosen by `MNEMON_DATABASE_URL`."""
 
 from __future__ import annotations
 
@@ -20,16 +20,23 @@ _BACKENDS: dict[str, str] = {
     "sqlite": "mnemon_core.store.sqlite",
     "postgres": "mnemon_core.store.postgres",
     "kuzu": "mnemon_core.store.kuzu",
+    "redis": "mnemon_core.store.redis",
+    "falkordb": "mnemon_core.store.falkordb",
 }
+# URL scheme → backend (any other URL is Postgres's)
+SCHEMES = {"kuzu://": "kuzu", "redis://": "redis", "rediss://": "redis", "falkordb://": "falkordb",
+           "falkordbs://": "falkordb"}
 
 
 def backend_name(settings: Settings) -> str:
-    """A database URL (`--database-url`, `MNEMON_DATABASE_URL`): `kuzu:///dir` means Kùzu, any other Postgres;
-    without one, SQLite files."""
-    url = settings.database_url
-    if not url:
-        return "sqlite"
-    return "kuzu" if url.startswith("kuzu:") else "postgres"
+    """A database URL (`--database-url`, `MNEMON_DATABASE_URL`): `kuzu:///dir` means Kùzu, `redis://…` Redis,
+    `falkordb://…` FalkorDB, any other Postgres; without one, SQLite files."""
+    return url_backend(settings.database_url) if settings.database_url else "sqlite"
+
+
+def url_backend(url: str) -> str:
+    """The backend a database URL names (by its scheme; any other is Postgres's)."""
+    return next((name for scheme, name in SCHEMES.items() if url.startswith(scheme)), "postgres")
 
 
 def open_store(settings: Settings) -> Store:
