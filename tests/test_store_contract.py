@@ -5,6 +5,7 @@ A last test keeps this file complete: a protocol method nobody calls here fails 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -612,6 +613,138 @@ def test_catalog(mem, store_backend: str) -> None:
     assert names == sorted(names) and {mem.settings.store, extra} <= set(names)
     stores.remove(extra)
     assert not stores.exists(extra) and extra not in stores.names()
+
+
+# ---------------------------------------------------------------------------------------------- across processes
+# Agents call the CLI once per turn: each call is a process of its own, served by the data directory's engine or
+# run in-process. Every backend must show each call what the calls before it wrote, whoever holds the database.
+
+# Vectors matter to these two (Milvus holds only vectors; Redis keeps them in vector sets): they embed for real.
+EMBEDS = {"milvus": "local", "redis": "local"}
+
+
+@pytest.mark.parametrize("daemon", ["off", "on"])
+def test_calls_in_turn_from_separate_processes(mem, store_backend: str, daemon: str, tmp_path: Path) -> None:
+    """remember, recall, search, import (always in-process), forget, status and a --readonly recall, each a
+    process of its own, in turn on one store; with the engine on, served calls and in-process ones mix."""
+    from conftest import run_cli, stop_engines
+
+    mem.store.close()  # made, and let go: this test's processes are its only users
+    env = {"MNEMON_DAEMON": daemon, "MNEMON_EMBEDDER": EMBEDS.get(store_backend, "none")}
+    draft = tmp_path / "d.json"
+    draft.write_text(json.dumps({"schema_version": "1", "insights": [
+        {"content": "Imported: the deploy pipeline runs on Buildkite", "entities": ["Buildkite"]},
+        {"content": "Imported: staging deploys go out at noon"}]}), encoding="utf-8")
+
+    def call(*args: str, **extra: str):
+        r = run_cli(*args, env={**env, **extra})
+        assert (r.code, r.err) == (0, ""), (args, r.err)
+        return r.json() if r.out.startswith(("{", "[")) else r.out
+
+    try:
+        a = call("remember", "Alice chose SQLite for the cache", "--cat", "decision", "--entities", "Alice")["id"]
+        b = call("remember", "Bob moved the cache to Redis because of latency", "--entities", "Bob")["id"]
+        found = call("recall", "why did the cache move to Redis")["results"]
+        assert b in [h["id"] for h in found]
+        assert [h["id"] for h in call("search", "Alice chose")] == [a]
+        assert call("import", str(draft))["imported"] == 2
+        c = call("remember", "Carol keeps the cache warm at night", "--entities", "Carol")["id"]
+        call("forget", a)
+        assert [h["content"] for h in call("recall", "deploy pipeline Buildkite")["results"]][0] == \
+            "Imported: the deploy pipeline runs on Buildkite"
+        assert call("search", "Alice chose") == []
+        status = call("status", MNEMON_DAEMON="off")
+        assert status["total_insights"] == 4 and status["deleted_insights"] == 1
+        assert c in [h["id"] for h in call("--readonly", "recall", "who keeps the cache warm")["results"]]
+    finally:
+        stop_engines(tmp_path)
+    again = open_store(mem.settings)
+    try:
+        assert sorted(i.content for i in again.iter_active()) == sorted([
+            "Bob moved the cache to Redis because of latency", "Carol keeps the cache warm at night",
+            "Imported: the deploy pipeline runs on Buildkite", "Imported: staging deploys go out at noon"])
+        if env["MNEMON_EMBEDDER"] == "local":  # every insight embedded, in the vector store
+            assert next(iter(again.vector_counts().values())) == 4
+    finally:
+        again.close()
+
+
+def _committed(store_backend: str, settings) -> int | None:  # noqa: ANN001
+    """Active insights another process has committed so far, read without waiting for the importer."""
+    if store_backend == "milvus":  # the SQLite file beside the vectors (Milvus Lite is the importer's)
+        import sqlite3
+
+        if not settings.db_path.exists():
+            return None
+        try:
+            with sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True, timeout=5) as db:
+                return db.execute("SELECT count(*) FROM insights").fetchone()[0]
+        except sqlite3.Error:
+            return None
+    s = open_store(settings)
+    try:
+        return s.count_active()
+    finally:
+        s.close()
+
+
+def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path) -> None:
+    """SIGKILL after the first batch committed leaves whole batches only (each insight with its terms, oplog row
+    and vector), and the same import again finishes it: every insight once, the backbone whole. SQLite's and
+    Kùzu's are tests/test_import_kill.py and tests/test_kuzu.py (a reader there waits for the writer)."""
+    import dataclasses
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+    from test_import_kill import make_draft
+
+    from mnemon_core.write.importer import IMPORT_BATCH
+
+    if store_backend in ("sqlite", "kuzu"):
+        pytest.skip("tests/test_import_kill.py, tests/test_kuzu.py")
+    mem.store.close()
+    n = 3 * IMPORT_BATCH
+    draft = tmp_path / "big.json"
+    draft.write_text(json.dumps(make_draft(n)), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               MNEMON_EMBEDDER="local" if store_backend == "milvus" else "none")  # Milvus holds only vectors
+    cmd = [sys.executable, "-m", "mnemon_core", "import", str(draft)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    try:
+        while not _committed(store_backend, mem.settings):
+            assert proc.poll() is None, "the import finished before it could be killed"
+            assert time.monotonic() < deadline, "no batch committed in time"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    s = open_store(dataclasses.replace(mem.settings, readonly=True))
+    try:
+        killed_at = s.count_active()
+        assert 0 < killed_at < n and killed_at % IMPORT_BATCH == 0  # whole batches only
+        ids = [i.id for i in s.iter_active()]
+        assert s.count_log() == killed_at and len(s.insight_tokens(ids)) == killed_at
+        if env["MNEMON_EMBEDDER"] == "local":
+            assert list(s.vector_counts().values()) == [killed_at]
+    finally:
+        s.close()
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    out = json.loads(rerun.stdout)
+    assert (out["imported"], out["skipped"], out["errors"]) == (n - killed_at, killed_at, 0)
+    s = open_store(mem.settings)
+    try:
+        assert s.count_active() == n
+        assert sum(1 for e in s.iter_edges() if e.edge_type == "temporal") == 2 * (n - 1)
+    finally:
+        s.close()
 
 
 # ---------------------------------------------------------------------------------------------- completeness

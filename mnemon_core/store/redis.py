@@ -45,11 +45,11 @@ import numpy as np
 from ..config import OplogRetention, Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
-from ..timeutil import iso, parse
+from ..timeutil import parse
 from . import base
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .journal import GraphJournal
-from .mirror import EdgeKey, Mirror, Row, copy, row_of, with_vector
+from .mirror import EdgeKey, Mirror, Row, row_of, with_vector
 from .sql import REQUEST_KEEP_S, WRITE_LOCK_TIMEOUT_S, json_lists, json_mapping, metadata_json
 from .vectors import AnsweredAnn, decode, encode, normalise
 
@@ -199,7 +199,8 @@ class Shared:
         self.client = client
         self.lock = threading.RLock()
         self.mirror: Mirror | None = None  # None: read the whole store at the next use
-        self.version = -1  # the store's `version` the mirror is at
+        self.version = -1  # the store's `version` the mirror is at (moves with every commit)
+        self.graph = 0  # the store's `graph` counter (moves with the commits that changed insights or edges)
         self.last = "0-0"  # the last `changes` entry read
         self.handles = 0
 
@@ -235,6 +236,7 @@ class RedisStore(base.StoreDefaults):
         self._oplog_next = 0
         self._requests: list[tuple[str, str]] = []  # this transaction's claimed request ids (id, time)
         self._trim_due: str | None = None
+        self._graph_ids: set[str] = set()  # insights whose attributes or adjacency this transaction changed
         self._gen = 0
         self._journal = GraphJournal()
         try:
@@ -287,24 +289,23 @@ class RedisStore(base.StoreDefaults):
         for entry_id, fields in entries:
             ids.update(json.loads(fields[b"ids"]))
             tails = tails or fields.get(b"tails") == b"1"
-            sh.version, sh.last = int(fields[b"v"]), entry_id.decode()
+            sh.version, sh.graph, sh.last = int(fields[b"v"]), int(fields[b"g"]), entry_id.decode()
         self._reload(sorted(ids))
         if tails:
             sh.mirror.tails = {k.decode(): v.decode() for k, v in self.r.hgetall(self.p + "tails").items()}
-        self._gen += 1
 
     def _load_all(self) -> None:
         """Read the whole store (the first use, or a process too far behind the change log)."""
         sh = self.shared
-        version = int(self.r.get(self.p + "version") or 0)
+        version, graph = (int(v or 0) for v in self.r.mget(self.p + "version", self.p + "graph"))
         last = self.r.xrevrange(self.p + "changes", count=1)
         mirror = Mirror()
         ids = [i.decode() for i in self.r.zrange(self.p + "order", 0, -1)]
         sh.mirror = mirror
         self._reload(ids)
         mirror.tails = {k.decode(): v.decode() for k, v in self.r.hgetall(self.p + "tails").items()}
-        sh.version, sh.last = version, last[0][0].decode() if last else "0-0"
-        self._gen += 1
+        sh.version, sh.graph, sh.last = version, graph, last[0][0].decode() if last else "0-0"
+        self._gen += 1  # what a memo holds may be older than the mirror it read
 
     def _reload(self, ids: Sequence[str]) -> None:
         """The insights' rows and edges as stored now, into the mirror."""
@@ -399,10 +400,12 @@ class RedisStore(base.StoreDefaults):
                 if rows or edges or tails or self._oplog or self._requests:
                     if self.readonly:
                         raise StoreError("database writes are disabled (--readonly)", path=self.location)
-                    self._journal.touch(set(rows) | {end for k in edges for end in k[:2]})
                     with faults(self.url):
                         self._commit(mirror)
-                    self._journal.commit(self.shared.version, self._gen)
+                if self._graph_ids:
+                    self._gen += 1
+                    self._journal.touch(self._graph_ids)
+                    self._journal.commit(self.shared.graph, self._gen)
                 else:
                     self._journal.abort()
             else:
@@ -415,6 +418,7 @@ class RedisStore(base.StoreDefaults):
         finally:
             mirror.settle()
             self._oplog, self._requests, self._trim_due = [], [], None
+            self._graph_ids = set()
             self._let_go()
 
     def _commit(self, mirror: Mirror) -> None:
@@ -478,7 +482,9 @@ class RedisStore(base.StoreDefaults):
             pipe.zadd(p + "requests", {rid: _epoch(at)})
         if self._requests:
             pipe.zremrangebyscore(p + "requests", "-inf", f"({_epoch(self._requests[-1][1]) - REQUEST_KEEP_S}")
-        pipe.xadd(p + "changes", {"v": sh.version + 1, "ids": json.dumps(sorted(touched)),
+        graph = sh.graph + 1 if self._graph_ids else sh.graph
+        pipe.set(p + "graph", graph)
+        pipe.xadd(p + "changes", {"v": sh.version + 1, "g": graph, "ids": json.dumps(sorted(touched)),
                                   "tails": "1" if mirror.changed_tails else "0"},
                   maxlen=CHANGES_KEEP, approximate=True)
         pipe.incr(p + "version")
@@ -487,7 +493,7 @@ class RedisStore(base.StoreDefaults):
         except redis.exceptions.WatchError as e:
             raise StoreError(f"the write lock of {self.location} lapsed and another process wrote; try again",
                              path=self.location) from e
-        sh.version = int(out[-1])
+        sh.version, sh.graph = int(out[-1]), graph
         sh.last = out[-2].decode() if isinstance(out[-2], bytes) else str(out[-2])
 
     def _oplog_trim(self) -> list[str]:
@@ -553,6 +559,7 @@ class RedisStore(base.StoreDefaults):
             m = self._m()
             m.set_seq(m.seq + 1)
             m.put_row(row_of(ins, m.seq, tokens))
+            self._graph_ids.add(ins.id)
 
     def get_insight(self, id: str, *, include_deleted: bool = False) -> Insight | None:
         with self.shared.lock:
@@ -603,8 +610,9 @@ class RedisStore(base.StoreDefaults):
                     continue
                 m.put_row(Row(row.insight.model_copy(update={"deleted_at": now, "updated_at": now}), row.seq,
                               row.tokens, row.stems, row.model, row.vector))
+                self._graph_ids.add(id_)
                 for key in sorted(m.by_end.get(id_, ())):
-                    m.put_edge(key, None)
+                    self._put_edge(key, None)
 
     def _update(self, changes: dict[str, dict[str, Any]]) -> None:
         with self._write():
@@ -751,22 +759,24 @@ class RedisStore(base.StoreDefaults):
 
     # ------------------------------------------------------------------ edges
 
+    def _put_edge(self, key: EdgeKey, edge: Edge | None) -> None:
+        self._m().put_edge(key, edge)
+        self._graph_ids.update(key[:2])
+
     def upsert_edge(self, edge: Edge) -> None:
-        with self._write():
-            self._m().put_edge((edge.source_id, edge.target_id, str(edge.edge_type)), edge.model_copy())
+        self.upsert_edges([edge])
 
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
-        with self._write():
-            m = self._m()
-            for e in edges:
-                m.put_edge((e.source_id, e.target_id, str(e.edge_type)), e.model_copy())
+        if edges:
+            with self._write():
+                for e in edges:
+                    self._put_edge((e.source_id, e.target_id, str(e.edge_type)), e.model_copy())
 
     def delete_edge(self, source_id: str, target_id: str, edge_type: str) -> None:
         with self._write():
-            m = self._m()
             key = (source_id, target_id, str(edge_type))
-            if key in m.edges:
-                m.put_edge(key, None)
+            if key in self._m().edges:
+                self._put_edge(key, None)
 
     def edges_of(self, ids: Sequence[str]) -> list[Edge]:
         with self.shared.lock:
@@ -796,7 +806,7 @@ class RedisStore(base.StoreDefaults):
     def graph_version(self) -> tuple[int, int]:
         with self.shared.lock:
             self._m()
-            return self.shared.version, self._gen
+            return self.shared.graph, self._gen
 
     def graph_changes(self, since: Hashable, now: Hashable) -> set[str] | None:
         return self._journal.changes(since, now)
@@ -889,8 +899,9 @@ class RedisStore(base.StoreDefaults):
                 vec = None if row.vector is None else encode(row.vector)
                 m.put_row(row_of(row.insight, m.seq, row.tokens, (row.model or "unknown") if vec is not None else None,
                                  vec))
+                self._graph_ids.add(row.insight.id)
             for e in edges:
-                m.put_edge((e.source_id, e.target_id, str(e.edge_type)), e)
+                self._put_edge((e.source_id, e.target_id, str(e.edge_type)), e)
             for session, id_ in tails:
                 m.put_tail(session, id_)
             self._oplog.extend(oplog)
@@ -965,5 +976,3 @@ class Stores:
 def catalog(settings: Settings) -> Stores:
     return Stores(settings.database_url or "")
 
-
-__all__ = ["RedisStore", "catalog", "open_store", "copy"]
