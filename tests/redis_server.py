@@ -51,7 +51,7 @@ class Server:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
+                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):  # up (a password asked for, or not)
                         break
             except OSError:
                 pass

@@ -56,6 +56,7 @@ from .vectors import AnsweredAnn, decode, encode, normalise
 SCHEMES = ("redis://", "rediss://")
 SCHEMA_VERSION = 1
 STORES = "mnemon:stores"  # the set of store names (`Catalog`)
+PROBE = "mnemon:no-such-key"  # asked of a server at connect: a Redis without vector sets knows no VCARD
 LOCK_TTL_MS = 3000  # a writer's lock lapses this long after its last heartbeat (a killed writer's)
 BEAT_S = LOCK_TTL_MS / 3000.0
 LOCK_POLL_S = 0.01
@@ -117,11 +118,15 @@ def connect(url: str) -> Any:
         raise StoreError(f"a Redis URL is redis://[:password@]host:port/db; got {redact(url)!r}")
     redis = _redis()
     with faults(url):
-        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=WRITE_LOCK_TIMEOUT_S)
+        client = redis.Redis.from_url(url, protocol=2, socket_connect_timeout=5, socket_timeout=WRITE_LOCK_TIMEOUT_S)
         client.ping()
-        if client.execute_command("COMMAND", "INFO", "VADD") in ([None], [], None):
+        try:
+            client.execute_command("VCARD", PROBE)  # 0 (no such vector set) on a Redis 8
+        except redis.exceptions.ResponseError as e:
             client.close()
-            raise StoreError(f"Redis at {redact(url)} has no vector sets (VADD): a Redis 8 or later is needed")
+            if "unknown command" not in str(e).lower():
+                raise
+            raise StoreError(f"Redis at {redact(url)} has no vector sets (VADD): a Redis 8 or later is needed") from e
     return client
 
 
