@@ -149,6 +149,8 @@ class Engine:
         # (or a new one) for its whole run and gives it back, so requests never wait for each other.
         self.memories: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
         self.busy: dict[tuple[Any, ...], int] = {}
+        self.lent: set[Any] = set()  # the Memory objects requests are using
+        self.doomed: set[Any] = set()  # of those, the ones to close when given back (`release`)
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
         self.dir_fd: int | None = None
@@ -169,7 +171,9 @@ class Engine:
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
         from . import cli, config
+        from .store import holder
 
+        holder.in_engine = True  # the files it holds are asked of it; it waits for the others (`release`)
         saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
         cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
         sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
@@ -199,6 +203,7 @@ class Engine:
         finally:
             self._close()
             cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment = saved  # an engine run in a thread
+            holder.in_engine = False
 
     def _claim(self) -> bool:
         """Open the data directory (this user's own only) and take this key's lock; False: another engine of
@@ -342,6 +347,8 @@ class Engine:
         elif op == "stop":
             self.stop()
             resident.send(conn, {"pid": os.getpid(), "stopping": True})
+        elif op == "release" and isinstance(request.get("file"), str):
+            resident.send(conn, {"released": self.release(request["file"])})
         elif op == "run" and self._serves(request):
             beats = _Heartbeat(conn)
             if not beats.start():
@@ -449,6 +456,8 @@ class Engine:
             self.busy[key] = self.busy.get(key, 0) + 1
         if mem is None:
             mem = Memory(settings=settings)
+        with self.memories_lock:
+            self.lent.add(mem)
         _held.get().append((key, mem))
         if mem.reopen_if_replaced():  # the idle others of that store hold the old file too: let them go now
             with self.memories_lock:
@@ -458,13 +467,36 @@ class Engine:
                     other.close()
         return mem
 
+    def release(self, path: str) -> int:
+        """Let a file one process at a time may open go (an in-process call waits for it: `store/holder.py`):
+        the idle Memory objects whose store holds it are closed now, the ones requests use when given back. The
+        next request opens it again, waiting its turn. How many were closed now."""
+        from .store import held_files
+
+        with self.memories_lock:
+            idle = []
+            for key, ms in self.memories.items():
+                keep = [m for m in ms if path not in held_files(m.settings)]
+                idle += [m for m in ms if path in held_files(m.settings)]
+                self.memories[key] = keep
+            self.doomed |= {m for m in self.lent if path in held_files(m.settings)}
+        for mem in idle:
+            with contextlib.suppress(Exception):
+                mem.close()
+        return len(idle)
+
     def _give_back(self, held: list[tuple[tuple[Any, ...], Any]]) -> None:
         """The request's Memory objects are idle again; past MAX_IDLE_MEMORIES, the least recently used idle
-        ones are closed (never one a request uses)."""
+        ones are closed (never one a request uses), and so are those whose file was asked for (`release`)."""
         surplus = []
         with self.memories_lock:
             for key, mem in held:
                 self.busy[key] -= 1
+                self.lent.discard(mem)
+                if mem in self.doomed:
+                    self.doomed.discard(mem)
+                    surplus.append(mem)
+                    continue
                 self.memories.setdefault(key, []).append(mem)
             excess = sum(len(ms) for ms in self.memories.values()) - MAX_IDLE_MEMORIES
             for key in list(self.memories):

@@ -1,4 +1,4 @@
-"""`mnemon migrate --from SRC --to DST`: copy one store losslessly into an empty Postgres or Kùzu store.
+"""`mnemon migrate --from SRC --to DST`: copy one store losslessly into an empty Postgres, Kùzu or Redis store.
 
 Everything is copied: insights (soft-deleted ones too, in their insertion order, with tokens, vectors and
 their model), edges, the oplog with its ids, and the remember sessions' tails. The target store must be empty; the
@@ -6,8 +6,9 @@ copy is one transaction of the target. Afterwards the target is read back and co
 and a checksum over every row (`store/dump.py`); a mismatch is an error.
 
 Endpoints: `sqlite:PATH` (or a path to a `.db` file; `sqlite:` alone is the current store's file),
-`postgresql://…` / `postgres://…` and `kuzu:///abs/dir` (the store is `--store`, else `MNEMON_STORE`, the active
-file, `default`). SQLite is a source only (it has no bulk load).
+`postgresql://…` / `postgres://…`, `kuzu:///abs/dir` and `redis://…` (the store is `--store`, else `MNEMON_STORE`,
+the active file, `default`): any URL of the backend table (`store/__init__.py`). SQLite is a source
+only (it has no bulk load).
 """
 
 from __future__ import annotations
@@ -23,16 +24,14 @@ if TYPE_CHECKING:
     from .store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")
-KUZU_SCHEME = "kuzu://"
-TARGETS = "a postgresql:// or kuzu:/// URL"
+TARGETS = "a postgresql://, kuzu:/// or redis:// URL"
 
 
-def is_postgres(url: str) -> bool:
-    return url.startswith(PG_SCHEMES)
+def is_database(url: str) -> bool:
+    """A URL of the backend table's servers and directories (not a SQLite file)."""
+    from .store import SCHEMES
 
-
-def is_kuzu(url: str) -> bool:
-    return url.startswith(KUZU_SCHEME)
+    return url.startswith(PG_SCHEMES) or url.startswith(tuple(SCHEMES))
 
 
 def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
@@ -41,31 +40,29 @@ def sqlite_path(endpoint: str, settings: Settings) -> Path | None:
         return settings.db_path
     if endpoint.startswith("sqlite:"):
         return Path(endpoint[len("sqlite:"):].removeprefix("//")).expanduser()
-    if not is_postgres(endpoint) and not is_kuzu(endpoint) and endpoint.endswith(".db"):
+    if not is_database(endpoint) and endpoint.endswith(".db"):
         return Path(endpoint).expanduser()
     return None
 
 
 def _open(url: str, settings: Settings, *, readonly: bool) -> Any:
-    """The store `settings.store` of a Postgres or Kùzu URL."""
-    if is_kuzu(url):
-        from .store.kuzu import KuzuStore, store_path
+    """The store `settings.store` of a database URL, through the backend table (its vectors in it too)."""
+    import dataclasses
 
-        return KuzuStore(store_path(url, settings.store), readonly=readonly,
-                         label=f"{url} (store {settings.store})")
-    from .store.postgres import PostgresStore
+    from .store import open_store
 
-    return PostgresStore(url, store=settings.store, readonly=readonly)
+    return open_store(dataclasses.replace(settings, database_url=url, vector_url=None, readonly=readonly,
+                                          origin="cli"))
 
 
 def migrate(source: str, target: str, settings: Settings) -> dict[str, Any]:
-    """Copy the source store into an empty Postgres or Kùzu store, verify, and return what was copied."""
+    """Copy the source store into an empty store of a database URL, verify, and return what was copied."""
     from .store.dump import Checksum
 
-    if not (is_postgres(target) or is_kuzu(target)):
+    if not is_database(target):
         raise ValidationError(f"--to must be {TARGETS}, got {target!r}", field="to")
     src_path = sqlite_path(source, settings)
-    if src_path is None and not (is_postgres(source) or is_kuzu(source)):
+    if src_path is None and not is_database(source):
         raise ValidationError(f"--from must be sqlite:PATH or {TARGETS}, got {source!r}", field="from")
     if src_path is None and source.rstrip("/") == target.rstrip("/"):
         raise ValidationError("--from and --to are the same store", field="to")

@@ -269,6 +269,14 @@ def ask(data_dir: str | os.PathLike[str], message: dict[str, Any], key: str | No
     return None if sock is None else exchange(sock, message)
 
 
+def release(data_dir: str, path: str) -> None:
+    """Ask the engines of `data_dir` to close the stores that hold `path`, a file one process at a time may open
+    (`store/holder.py`): an in-process call needs it."""
+    real = os.path.realpath(data_dir)
+    for key in engine_keys(real):
+        ask(real, {"op": "release", "file": path}, key)
+
+
 def warn(message: str) -> None:
     print(f"mnemon: warning: {message}", file=sys.stderr)
 

@@ -19,6 +19,7 @@ from conftest import ROOT, run_cli
 
 kuzu = pytest.importorskip("kuzu")
 
+from mnemon_core.store import holder as one_holder  # noqa: E402
 from mnemon_core.store import kuzu as kuzu_store  # noqa: E402
 from mnemon_core.write.importer import IMPORT_BATCH  # noqa: E402
 
@@ -92,12 +93,12 @@ def test_a_second_process_waits_then_fails_with_one_line(url: str, capsys, monke
          "time.sleep(60)", str(path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
-        monkeypatch.setattr(kuzu_store, "LOCK_WAIT_S", 0.3)
+        monkeypatch.setattr(one_holder, "LOCK_WAIT_S", 0.3)
         before = files(url)
         code, out, err = main_in_process(capsys, "remember", "blocked by another process")
         assert (code, out) == (1, "")
         assert err == (f"Error: database is locked: another process held {path} longer than the 0.3 s lock timeout "
-                       "(Kùzu lets one process at a time write a database); try again\n")
+                       "(Kùzu lets one process at a time open it); try again\n")
     finally:
         holder.kill()
         holder.wait()

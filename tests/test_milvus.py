@@ -90,3 +90,62 @@ def test_a_scan_prints_no_library_warning(tmp_path: Path) -> None:
 def test_a_bad_vector_url_is_one_line(url: str, message: str) -> None:
     r = run_cli("recall", "x", env={"MNEMON_VECTOR_URL": url})
     assert (r.code, r.out, r.err) == (1, "", message)
+
+
+@pytest.mark.parametrize("daemon", ["off", "on"])
+def test_processes_in_turn_on_one_milvus_lite_file(tmp_path: Path, data_dir: Path, daemon: str) -> None:
+    """The defect of issue 40: the second process found the collection released ("call load() before search"),
+    and with the engine on, a call run in-process while the engine held the file could not open it. Calls in
+    turn, served and in-process (import), each see what the ones before wrote."""
+    from conftest import stop_engines
+
+    env = {"MNEMON_VECTOR_URL": f"milvus://{tmp_path / 'v.db'}", "MNEMON_EMBEDDER": "local", "MNEMON_DAEMON": daemon}
+    draft = tmp_path / "d.json"
+    draft.write_text('{"schema_version": "1", "insights": [{"content": "Imported: the cache runs on Valkey"}]}')
+    try:
+        for text in ("Deploys freeze on Fridays", "Alice owns the billing service"):
+            r = run_cli("remember", text, "--cat", "fact", env=env)
+            assert (r.code, r.err) == (0, ""), r.err
+        r = run_cli("import", str(draft), env=env)  # in-process, whatever the engine holds
+        assert (r.code, r.json()["imported"]) == (0, 1), r.err
+        for query, want in (("when do deploys freeze", "Deploys freeze on Fridays"),
+                            ("who owns billing", "Alice owns the billing service"),
+                            ("what does the cache run on", "Imported: the cache runs on Valkey")):
+            found = run_cli("recall", query, env=env)
+            assert (found.code, found.err) == (0, "")
+            assert found.json()["results"][0]["content"] == want
+        assert run_cli("status", env={**env, "MNEMON_DAEMON": "off"}).json()["total_insights"] == 3
+    finally:
+        stop_engines(data_dir)
+
+
+def test_a_milvus_lite_file_that_cannot_be_opened_is_one_line(tmp_path: Path) -> None:
+    r = run_cli("recall", "x", env={"MNEMON_VECTOR_URL": f"milvus://{tmp_path / 'no' / 'v.db'}"})
+    assert (r.code, r.out) == (1, "")
+    assert r.err.startswith(f"Error: cannot open Milvus at milvus://{tmp_path / 'no' / 'v.db'}: ") and r.err.count("\n") == 1
+
+
+def test_a_milvus_lite_file_held_by_another_process_is_waited_for_then_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from mnemon_core.cli import main
+    from mnemon_core.store import holder
+
+    path = tmp_path / "v.db"
+    monkeypatch.setenv("MNEMON_VECTOR_URL", f"milvus://{path}")
+    held = subprocess.Popen([sys.executable, "-c", "import pymilvus, sys, time; pymilvus.MilvusClient(sys.argv[1]); "
+                             "print('held', flush=True); time.sleep(60)", str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert held.stdout.readline() == "held\n"
+        monkeypatch.setattr(holder, "LOCK_WAIT_S", 0.3)
+        capsys.readouterr()
+        assert main(["recall", "x"]) == 1
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", f"Error: database is locked: another process held {path} longer than the 0.3 s "
+                                  "lock timeout (Milvus Lite lets one process at a time open it); try again\n")
+    finally:
+        held.kill()
+        held.wait()
+        held.stdout.close()

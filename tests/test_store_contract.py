@@ -5,6 +5,7 @@ A last test keeps this file complete: a protocol method nobody calls here fails 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -34,6 +35,8 @@ ROWS = [
     ("d", "Café opening hours", "general", 1, [], [], "agent2", T1, {"cafe", "hours"}),
     ("e", "an old redis note to forget", "general", 2, [], ["Redis"], "agent3", T2, {"redis", "note"}),
 ]
+NO_INDEX_FILE = ("kuzu", "redis", "falkordb")  # recall reads through the Edges calls (`base.StoreDefaults`)
+SERVERS = ("postgres", "redis", "falkordb")  # a database on a server: never "replaced" as a file can be
 A, B, C = (np.array(v, dtype=np.float32) for v in ([1, 0, 0, 0], [0, 1, 0, 0], [0.6, 0.8, 0, 0]))
 
 
@@ -108,7 +111,7 @@ def test_claim_request_records_an_id_once_and_rolls_back_with_its_transaction(st
 def test_replaced_says_whether_the_opened_database_is_still_the_settings_one(store: Store, store_backend: str,
                                                                            mem) -> None:
     assert store.replaced() is False
-    if store_backend == "postgres":
+    if store_backend in SERVERS:
         return  # a server's database stays the one connected to
     path = Path(store.path if store_backend == "kuzu" else mem.settings.db_path)  # type: ignore[attr-defined]
     backup = path.with_name("backup.db")
@@ -126,7 +129,8 @@ def test_lifecycle(store: Store, store_backend: str, mem) -> None:
     elif store_backend == "kuzu":
         assert store.location == f"{mem.settings.database_url} (store {mem.settings.store})"
     else:  # the URL without its password, and the store
-        assert store.location.endswith(f"(store {mem.settings.store})") and "postgresql://" in store.location
+        assert store.location.endswith(f"(store {mem.settings.store})")
+        assert store.location.startswith(("postgresql://", "redis://", "falkordb://"))
     with store.transaction():
         store.insert_insight(insight("a"), {"redis"})
         with pytest.raises(RuntimeError):
@@ -439,8 +443,9 @@ def test_upsert_edges_in_order(filled: Store) -> None:
 
 def test_a_backend_without_an_index_file_says_so(filled: Store, store_backend: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kùzu keeps no graph index file (`store.base.StoreDefaults`): recall reads through the Edges calls."""
-    if store_backend != "kuzu":
+    """Kùzu, Redis and FalkorDB keep no graph index file (`store.base.StoreDefaults`): recall reads through the
+    Edges calls."""
+    if store_backend not in NO_INDEX_FILE:
         pytest.skip("this backend keeps an index file (test_graph_index_reads)")
     from mnemon_core.store import gindex
 
@@ -455,8 +460,8 @@ def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytes
     beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
     from mnemon_core.store import gindex
 
-    if store_backend == "kuzu":
-        pytest.skip("Kùzu keeps no graph index file (test_a_backend_without_an_index_file_says_so)")
+    if store_backend in NO_INDEX_FILE:
+        pytest.skip("no graph index file here (test_a_backend_without_an_index_file_says_so)")
     s = filled
     before = s.graph_version()
     s.upsert_edges([edge("b", "c", "causal", 0.2), edge("c", "d", "semantic", 0.5), edge("b", "c", "causal", 0.4)])
@@ -571,6 +576,28 @@ def test_bulk_load_into_kuzu_copies_what_dump_gives(filled: Store, tmp_path: Pat
         target.close()
 
 
+def test_bulk_load_into_redis_copies_what_dump_gives(filled: Store, redis_url: str) -> None:
+    """`BulkLoad` on Redis (`mnemon migrate --to redis://…`) from each backend's `Dump`: one MULTI/EXEC, read back
+    the same (by this object and by a fresh one that reads the keys), ranked as its source."""
+    from redis_server import fresh_store
+
+    from mnemon_core.store.redis import RedisStore, Stores
+
+    name = fresh_store()
+    target = RedisStore(redis_url, store=name)
+    try:
+        target.load(filled.dump_insights(), filled.iter_edges(), filled.dump_oplog(), filled.dump_tails())
+        assert dumped(target) == dumped(filled)
+        target.shared.mirror = None  # read back from the server, not from what this process wrote
+        assert dumped(target) == dumped(filled)
+        assert target.term_scores(stem("redis")) == filled.term_scores(stem("redis"))
+        target.log("after", None, "", T2)  # ids go on after the copied ones
+        assert [o.id for o in target.read_log(3)][0] > max(o.id for o in filled.read_log(10))
+    finally:
+        target.close()
+        Stores(redis_url).remove(name)
+
+
 # ---------------------------------------------------------------------------------------------- catalog
 
 
@@ -586,6 +613,138 @@ def test_catalog(mem, store_backend: str) -> None:
     assert names == sorted(names) and {mem.settings.store, extra} <= set(names)
     stores.remove(extra)
     assert not stores.exists(extra) and extra not in stores.names()
+
+
+# ---------------------------------------------------------------------------------------------- across processes
+# Agents call the CLI once per turn: each call is a process of its own, served by the data directory's engine or
+# run in-process. Every backend must show each call what the calls before it wrote, whoever holds the database.
+
+# Vectors matter to these two (Milvus holds only vectors; Redis keeps them in vector sets): they embed for real.
+EMBEDS = {"milvus": "local", "redis": "local"}
+
+
+@pytest.mark.parametrize("daemon", ["off", "on"])
+def test_calls_in_turn_from_separate_processes(mem, store_backend: str, daemon: str, tmp_path: Path) -> None:
+    """remember, recall, search, import (always in-process), forget, status and a --readonly recall, each a
+    process of its own, in turn on one store; with the engine on, served calls and in-process ones mix."""
+    from conftest import run_cli, stop_engines
+
+    mem.store.close()  # made, and let go: this test's processes are its only users
+    env = {"MNEMON_DAEMON": daemon, "MNEMON_EMBEDDER": EMBEDS.get(store_backend, "none")}
+    draft = tmp_path / "d.json"
+    draft.write_text(json.dumps({"schema_version": "1", "insights": [
+        {"content": "Imported: the deploy pipeline runs on Buildkite", "entities": ["Buildkite"]},
+        {"content": "Imported: staging deploys go out at noon"}]}), encoding="utf-8")
+
+    def call(*args: str, **extra: str):
+        r = run_cli(*args, env={**env, **extra})
+        assert (r.code, r.err) == (0, ""), (args, r.err)
+        return r.json() if r.out.startswith(("{", "[")) else r.out
+
+    try:
+        a = call("remember", "Alice chose SQLite for the cache", "--cat", "decision", "--entities", "Alice")["id"]
+        b = call("remember", "Bob moved the cache to Redis because of latency", "--entities", "Bob")["id"]
+        found = call("recall", "why did the cache move to Redis")["results"]
+        assert b in [h["id"] for h in found]
+        assert [h["id"] for h in call("search", "Alice chose")] == [a]
+        assert call("import", str(draft))["imported"] == 2
+        c = call("remember", "Carol keeps the cache warm at night", "--entities", "Carol")["id"]
+        call("forget", a)
+        assert [h["content"] for h in call("recall", "deploy pipeline Buildkite")["results"]][0] == \
+            "Imported: the deploy pipeline runs on Buildkite"
+        assert call("search", "Alice chose") == []
+        status = call("status", MNEMON_DAEMON="off")
+        assert status["total_insights"] == 4 and status["deleted_insights"] == 1
+        assert c in [h["id"] for h in call("--readonly", "recall", "who keeps the cache warm")["results"]]
+    finally:
+        stop_engines(tmp_path)
+    again = open_store(mem.settings)
+    try:
+        assert sorted(i.content for i in again.iter_active()) == sorted([
+            "Bob moved the cache to Redis because of latency", "Carol keeps the cache warm at night",
+            "Imported: the deploy pipeline runs on Buildkite", "Imported: staging deploys go out at noon"])
+        if env["MNEMON_EMBEDDER"] == "local":  # every insight embedded, in the vector store
+            assert next(iter(again.vector_counts().values())) == 4
+    finally:
+        again.close()
+
+
+def _committed(store_backend: str, settings) -> int | None:  # noqa: ANN001
+    """Active insights another process has committed so far, read without waiting for the importer."""
+    if store_backend == "milvus":  # the SQLite file beside the vectors (Milvus Lite is the importer's)
+        import sqlite3
+
+        if not settings.db_path.exists():
+            return None
+        try:
+            with sqlite3.connect(f"file:{settings.db_path}?mode=ro", uri=True, timeout=5) as db:
+                return db.execute("SELECT count(*) FROM insights").fetchone()[0]
+        except sqlite3.Error:
+            return None
+    s = open_store(settings)
+    try:
+        return s.count_active()
+    finally:
+        s.close()
+
+
+def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path) -> None:
+    """SIGKILL after the first batch committed leaves whole batches only (each insight with its terms, oplog row
+    and vector), and the same import again finishes it: every insight once, the backbone whole. SQLite's and
+    Kùzu's are tests/test_import_kill.py and tests/test_kuzu.py (a reader there waits for the writer)."""
+    import dataclasses
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+    from test_import_kill import make_draft
+
+    from mnemon_core.write.importer import IMPORT_BATCH
+
+    if store_backend in ("sqlite", "kuzu"):
+        pytest.skip("tests/test_import_kill.py, tests/test_kuzu.py")
+    mem.store.close()
+    n = 3 * IMPORT_BATCH
+    draft = tmp_path / "big.json"
+    draft.write_text(json.dumps(make_draft(n)), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               MNEMON_EMBEDDER="local" if store_backend == "milvus" else "none")  # Milvus holds only vectors
+    cmd = [sys.executable, "-m", "mnemon_core", "import", str(draft)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    try:
+        while not _committed(store_backend, mem.settings):
+            assert proc.poll() is None, "the import finished before it could be killed"
+            assert time.monotonic() < deadline, "no batch committed in time"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    s = open_store(dataclasses.replace(mem.settings, readonly=True))
+    try:
+        killed_at = s.count_active()
+        assert 0 < killed_at < n and killed_at % IMPORT_BATCH == 0  # whole batches only
+        ids = [i.id for i in s.iter_active()]
+        assert s.count_log() == killed_at and len(s.insight_tokens(ids)) == killed_at
+        if env["MNEMON_EMBEDDER"] == "local":
+            assert list(s.vector_counts().values()) == [killed_at]
+    finally:
+        s.close()
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    out = json.loads(rerun.stdout)
+    assert (out["imported"], out["skipped"], out["errors"]) == (n - killed_at, killed_at, 0)
+    s = open_store(mem.settings)
+    try:
+        assert s.count_active() == n
+        assert sum(1 for e in s.iter_edges() if e.edge_type == "temporal") == 2 * (n - 1)
+    finally:
+        s.close()
 
 
 # ---------------------------------------------------------------------------------------------- completeness
@@ -605,13 +764,13 @@ def test_this_file_calls_every_protocol_method() -> None:
 
 
 @pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore"),
-                                         ("kuzu", "KuzuStore")])
+                                         ("kuzu", "KuzuStore"), ("redis", "RedisStore")])
 def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
     """Every public method of a backend is one the protocols declare (`load` on the migration targets)."""
     import importlib
 
-    if module == "kuzu":
-        pytest.importorskip("kuzu")
+    if module in ("kuzu", "redis"):
+        pytest.importorskip(module)
 
     store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)
     public = {n for n, v in inspect.getmembers(store_cls, inspect.isfunction) if not n.startswith("_")}

@@ -1,5 +1,5 @@
-"""Stores behind one protocol: SQLite (embedded default), Postgres (scale-out) and Kùzu (an embedded graph database),
-the last two chosen by `MNEMON_DATABASE_URL`."""
+"""Stores behind one protocol: SQLite (embedded default), Postgres (scale-out), Kùzu (an embedded graph database),
+and Redis 8, the others chosen by `MNEMON_DATABASE_URL`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from .base import NO_FILTERS, Catalog, Filters, Store, TokenHit, rank_by_coverag
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["NO_FILTERS", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "open_store",
-           "rank_by_coverage"]
+__all__ = ["NO_FILTERS", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "held_files",
+           "open_store", "rank_by_coverage"]
 
 # Factory table: backend name → module with `open_store(settings) -> Store` and `catalog(settings) -> Catalog`
 # (imported only when chosen: psycopg is an extra).
@@ -20,16 +20,21 @@ _BACKENDS: dict[str, str] = {
     "sqlite": "mnemon_core.store.sqlite",
     "postgres": "mnemon_core.store.postgres",
     "kuzu": "mnemon_core.store.kuzu",
+    "redis": "mnemon_core.store.redis",
 }
+# URL scheme → backend (any other URL is Postgres's)
+SCHEMES = {"kuzu://": "kuzu", "redis://": "redis", "rediss://": "redis"}
 
 
 def backend_name(settings: Settings) -> str:
-    """A database URL (`--database-url`, `MNEMON_DATABASE_URL`): `kuzu:///dir` means Kùzu, any other Postgres;
-    without one, SQLite files."""
-    url = settings.database_url
-    if not url:
-        return "sqlite"
-    return "kuzu" if url.startswith("kuzu:") else "postgres"
+    """A database URL (`--database-url`, `MNEMON_DATABASE_URL`): `kuzu:///dir` means Kùzu, `redis://…` Redis,
+    any other Postgres; without one, SQLite files."""
+    return url_backend(settings.database_url) if settings.database_url else "sqlite"
+
+
+def url_backend(url: str) -> str:
+    """The backend a database URL names (by its scheme; any other is Postgres's)."""
+    return next((name for scheme, name in SCHEMES.items() if url.startswith(scheme)), "postgres")
 
 
 def open_store(settings: Settings) -> Store:
@@ -49,3 +54,22 @@ def open_store(settings: Settings) -> Store:
 def catalog(settings: Settings) -> Catalog:
     """The named stores of the database `settings` point at."""
     return importlib.import_module(_BACKENDS[backend_name(settings)]).catalog(settings)
+
+
+def held_files(settings: Settings) -> set[str]:
+    """The files of the store `settings` name that one process at a time may open (`store/holder.py`): a Kùzu
+    database, a Milvus Lite file."""
+    import os
+
+    out = set()
+    if backend_name(settings) == "kuzu":
+        from .kuzu import store_path
+
+        out.add(os.path.abspath(store_path(settings.database_url or "", settings.store)))
+    if settings.vector_url:
+        from .milvus import lite_path
+
+        path = lite_path(settings.vector_url)
+        if path is not None:
+            out.add(os.path.abspath(path))
+    return out

@@ -5,15 +5,14 @@ directory, `<dir>/<store>.kuzu`, so stores are isolated from each other as Postg
 
 What is Kùzu's own: its schema (typed node and relationship tables, `KUZU.schema`), `label(e)` for a
 relationship's type, `BEGIN TRANSACTION` / `COMMIT` / `ROLLBACK` on a connection, and its file lock: one process
-holds a database for writing, or several for reading while nobody writes. A process that finds it held waits up to
-`LOCK_WAIT_S` (the write-lock timeout of the other stores) and then fails with one "locked" line. Inside a process
+holds a database for writing, or several for reading while nobody writes. A process that finds it held waits for it
+and asks the resident engine to let it go (`store/holder.py`), then fails with one "locked" line. Inside a process
 every store object of one database shares its `kuzu.Database`, connection and lock (`Shared`).
 """
 
 from __future__ import annotations
 
 import threading
-import time
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,12 +24,10 @@ from ..models import Edge, OplogEntry
 from ..text import document, terms
 from .base import DumpRow
 from .cypher import LABELS, PAGE, SCHEMA_VERSION, CypherDialect, CypherStore, Shared, _insight_params
-from .sql import WRITE_LOCK_TIMEOUT_S
+from .holder import open_held
 
 SCHEME = "kuzu://"
 SUFFIX = ".kuzu"
-LOCK_WAIT_S = WRITE_LOCK_TIMEOUT_S  # how long an open waits for another process to let the database go
-LOCK_POLL_S = 0.05
 BUFFER_POOL_BYTES = 1 << 30  # page cache per open database (Kùzu's default is most of the machine's memory)
 MAX_DB_BYTES = 1 << 40  # address space reserved per open database (the default 8 TiB allows ~16 at once)
 # One thread per query: mnemon's queries are small (threads cost more than they save), and with several an
@@ -96,26 +93,23 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
-def _database(path: Path, readonly: bool) -> Any:
-    """A `kuzu.Database`, waiting up to LOCK_WAIT_S for another process to let the file go."""
+def _database(path: Path, readonly: bool, data_dir: str | None) -> Any:
+    """A `kuzu.Database`, waiting for another process to let the file go (`store/holder.py`)."""
     kuzu = _kuzu()
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
+
+    def database() -> Any:
         try:
             return kuzu.Database(str(path), read_only=readonly, buffer_pool_size=BUFFER_POOL_BYTES,
                                  max_db_size=MAX_DB_BYTES, max_num_threads=QUERY_THREADS)
         except RuntimeError as e:
-            if "Could not set lock" not in str(e):
-                raise StoreError(f"cannot open database {path}: {_first_line(e)}", path=str(path)) from e
-            if time.monotonic() >= deadline:
-                raise StoreError(
-                    f"database is locked: another process held {path} longer than the {LOCK_WAIT_S:g} s lock "
-                    "timeout (Kùzu lets one process at a time write a database); try again", path=str(path),
-                ) from e
-            time.sleep(LOCK_POLL_S)
+            if "Could not set lock" in str(e):
+                raise
+            raise StoreError(f"cannot open database {path}: {_first_line(e)}", path=str(path)) from e
+
+    return open_held(database, lambda e: "Could not set lock" in str(e), str(path), "Kùzu", data_dir)
 
 
-def _attach(path: Path, readonly: bool) -> Shared:
+def _attach(path: Path, readonly: bool, data_dir: str | None) -> Shared:
     """This process's `Shared` of the database at path, opening it. A database this process holds read-only
     is reopened for writing when a writer comes (the resident engine serves `--readonly` and other calls alike);
     its read-only store objects go on over the new connection, their transactions read-only."""
@@ -129,9 +123,9 @@ def _attach(path: Path, readonly: bool) -> Shared:
                     shared.conn.close()
                     db.close()
                     try:
-                        db = _database(path, False)
+                        db = _database(path, False, data_dir)
                     except BaseException:
-                        db = _database(path, True)  # as it was
+                        db = _database(path, True, data_dir)  # as it was
                         shared.conn = kuzu.Connection(db)
                         _open[path] = (db, shared, True)
                         raise
@@ -140,7 +134,7 @@ def _attach(path: Path, readonly: bool) -> Shared:
                     _open[path] = (db, shared, False)
             shared.handles += 1
             return shared
-        db = _database(path, readonly)
+        db = _database(path, readonly, data_dir)
         shared = Shared(kuzu.Connection(db))
         shared.handles = 1
         _open[path] = (db, shared, readonly)
@@ -169,8 +163,9 @@ class KuzuStore(CypherStore):
 
     def __init__(
         self, path: str | Path, *, readonly: bool = False, oplog_retention: OplogRetention = OplogRetention(),
-        label: str | None = None,
+        label: str | None = None, data_dir: str | None = None,
     ) -> None:
+        """`data_dir`: whose resident engines are asked to let the file go when it is held (`store/holder.py`)."""
         super().__init__()
         self.path = Path(path)
         self.readonly = readonly
@@ -183,7 +178,7 @@ class KuzuStore(CypherStore):
         except OSError as e:
             raise StoreError(f"cannot create the store directory {self.path.parent}: {e.strerror}",
                              path=str(self.path)) from e
-        self.shared = _attach(self.path, readonly)
+        self.shared = _attach(self.path, readonly, data_dir)
         self._file = _file_id(self.path)
         self._closed = False
         try:
@@ -339,7 +334,8 @@ def store_path(url: str, store: str) -> Path:
 def open_store(settings: Settings) -> KuzuStore:
     url = settings.database_url or ""
     return KuzuStore(store_path(url, settings.store), readonly=settings.readonly,
-                     oplog_retention=settings.oplog_retention, label=f"{url} (store {settings.store})")
+                     oplog_retention=settings.oplog_retention, label=f"{url} (store {settings.store})",
+                     data_dir=str(settings.data_dir))
 
 
 class Files:

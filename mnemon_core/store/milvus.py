@@ -15,8 +15,10 @@ the store's active insights, and such a vector is never served.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
 import re
 import threading
 import time
@@ -31,6 +33,7 @@ from ..errors import MissingExtraError, StoreError
 from ..models import Insight
 from . import base
 from .base import DumpRow, Store
+from .holder import open_held
 from .vectors import AnsweredAnn, VectorCache, encode, normalise
 from .vectors import nearest as exact_nearest
 
@@ -44,11 +47,16 @@ PAGE = 1000  # ids per get, rows per insert
 REFRESH_SLACK_NS = 5_000_000_000
 SEARCH_MARGIN = 16  # extra neighbours asked for, so that vectors of insights not in the store can be dropped
 
-_clients: dict[str, Any] = {}  # url → MilvusClient (Milvus Lite serves one client per file and process)
+# url → [MilvusClient, the MilvusVectors using it]; Milvus Lite serves one client per file and process, and one
+# process at a time holds the file (`store/holder.py`): the last one closed lets it go
+_clients: dict[str, list[Any]] = {}
+_loaded: set[tuple[str, str]] = set()  # (url, collection) loaded by this process's client
 # (url, collection prefix) → how many writes this process has sent: with Milvus Lite (one process per file) a
 # reader whose caches saw the current count has nothing to read back (the engine keeps several stores objects)
 _writes: dict[tuple[str, str], int] = {}
 _clients_lock = threading.Lock()
+LITE = "milvus://"
+LOCK_FILE = "LOCK"  # Milvus Lite's advisory lock in its data directory (the .db path), held while a process has it
 
 
 def _pymilvus() -> Any:
@@ -59,26 +67,86 @@ def _pymilvus() -> Any:
     return pymilvus
 
 
-def client(url: str) -> Any:
-    """The process's client of a Milvus URL."""
+def lite_path(url: str) -> str | None:
+    """The file a Milvus Lite URL names (None for a server's URL)."""
+    if not url.startswith(LITE):
+        return None
+    target = url[len(LITE):]
+    if not target.startswith("/") or not target.endswith(".db"):
+        raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {url!r}")
+    return target
+
+
+def _held(path: str) -> bool:
+    """Another process holds the Milvus Lite file (its lock taken)."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def acquire(url: str, data_dir: str | None = None) -> Any:
+    """The process's client of a Milvus URL, counted until `let_go`. A Milvus Lite file another process holds is
+    waited for (`data_dir`: whose engines are asked to let it go); any other failure to open it is one line."""
     if not url.startswith(SCHEMES):
         raise StoreError(f"MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got {url!r}")
-    target = url
-    if url.startswith("milvus://"):
-        target = url[len("milvus://"):]
-        if not target.startswith("/") or not target.endswith(".db"):
-            raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {url!r}")
+    path = lite_path(url)
     pymilvus = _pymilvus()
-    for name in ("pymilvus", "milvus_lite"):  # their warnings (one per scan: "failed to get mvccTs …") are not ours
-        logging.getLogger(name).setLevel(logging.ERROR)
+    # their log lines (one per scan: "failed to get mvccTs …"; a traceback when a file is held) are not ours: a
+    # failure reaches the user as one line of its own
+    for name in ("pymilvus", "milvus_lite"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+    def open_client() -> Any:
+        try:
+            return pymilvus.MilvusClient(path or url)
+        except Exception as e:  # noqa: BLE001 - pymilvus raises its own and grpc's errors
+            if path is not None and _held(path):
+                raise _Held from e
+            raise StoreError(f"cannot open Milvus at {url}: {_first_line(e)}") from e
+
     with _clients_lock:
-        c = _clients.get(url)
-        if c is None:
-            try:
-                c = _clients[url] = pymilvus.MilvusClient(target)
-            except Exception as e:  # noqa: BLE001 - pymilvus raises its own and grpc's errors
-                raise StoreError(f"cannot open Milvus at {url}: {_first_line(e)}") from e
-        return c
+        entry = _clients.get(url)
+        if entry is None:
+            c = open_client() if path is None else open_held(open_client, lambda e: isinstance(e, _Held), path,
+                                                              "Milvus Lite", data_dir)
+            entry = _clients[url] = [c, 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def let_go(url: str) -> None:
+    """One user of the URL's client less; the last closes it (and lets a Milvus Lite file go)."""
+    with _clients_lock:
+        entry = _clients.get(url)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _clients[url]
+        for key in [k for k in _loaded if k[0] == url]:
+            _loaded.discard(key)
+    with contextlib.suppress(Exception):
+        entry[0].close()
+    path = lite_path(url)
+    if path is not None:
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(path)
+
+
+class _Held(Exception):
+    """The Milvus Lite file is held by another process."""
 
 
 def _first_line(e: BaseException) -> str:
@@ -101,12 +169,13 @@ def _quote(text: str) -> str:
 class MilvusVectors:
     """The collections of one store in Milvus."""
 
-    def __init__(self, url: str, store: str) -> None:
+    def __init__(self, url: str, store: str, data_dir: str | None = None) -> None:
         self.url = url
-        self.client = client(url)
+        self.client = acquire(url, data_dir)
+        self._closed = False
         self.prefix = collection_prefix(store)
         # Milvus Lite: one process holds the file, so every write is this process's own and is in its caches
-        self.one_process = url.startswith("milvus://")
+        self.one_process = url.startswith(LITE)
         self.slack_ns = 0 if self.one_process else REFRESH_SLACK_NS
         self._dims: set[int] | None = None
 
@@ -122,11 +191,25 @@ class MilvusVectors:
         return f"{self.prefix}{dim}"
 
     def dims(self) -> set[int]:
+        """The dimensions of this store's collections, each loaded: a collection another process made is found
+        released, and Milvus answers no get, query or search on it until it is loaded."""
         if self._dims is None:
             names = self.client.list_collections()
             self._dims = {int(n[len(self.prefix):]) for n in names
                           if n.startswith(self.prefix) and n[len(self.prefix):].isdigit()}
+            for dim in self._dims:
+                self._load(self._name(dim))
         return self._dims
+
+    def _load(self, name: str) -> None:
+        if (self.url, name) not in _loaded:
+            self.client.load_collection(name)
+            _loaded.add((self.url, name))
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            let_go(self.url)
 
     def _ensure(self, dim: int) -> str:
         name = self._name(dim)
@@ -142,6 +225,7 @@ class MilvusVectors:
             index.add_index("vec", index_type="AUTOINDEX", metric_type="COSINE")
             if not self.client.has_collection(name):
                 self.client.create_collection(name, schema=schema, index_params=index, consistency_level="Strong")
+            self._load(name)
             self.dims().add(dim)
         return name
 
@@ -203,6 +287,7 @@ class MilvusVectors:
     def drop(self) -> None:
         for dim in sorted(self.dims()):
             self.client.drop_collection(self._name(dim))
+            _loaded.discard((self.url, self._name(dim)))
         self._dims = set()
         self._wrote()
 
@@ -264,7 +349,10 @@ class WithVectors:
                 self._marks.pop()
 
     def close(self) -> None:
-        self.inner.close()
+        try:
+            self.inner.close()
+        finally:
+            self.milvus.close()
 
     # ------------------------------------------------------------------ writes
 
@@ -432,4 +520,4 @@ def _apply(cache: VectorCache, ops: Sequence[tuple[str, str | None, np.ndarray |
 
 
 def with_vectors(store: Store, settings: Settings) -> WithVectors:
-    return WithVectors(store, MilvusVectors(settings.vector_url or "", settings.store))
+    return WithVectors(store, MilvusVectors(settings.vector_url or "", settings.store, str(settings.data_dir)))

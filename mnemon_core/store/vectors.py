@@ -157,6 +157,12 @@ def nearest(store: Vectors, model: str, vector: np.ndarray, k: int) -> list[tupl
     if index is not None:
         keys, cos = index.search(vec, k)
         return [(i, float(c)) for i, c in zip(index.ids(keys), cos) if i is not None]
+    return scan(store, model, vec, k)
+
+
+def scan(store: Any, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """The k nearest exactly, from the store's matrix (`vector_matrix`)."""
+    vec = np.asarray(vector, dtype=np.float32)
     ids, mat = store.vector_matrix(model, int(vec.shape[0]))
     cos = mat @ normalise(vec)
     best = sorted(range(len(ids)), key=lambda r: (-cos[r], ids[r]))[:k]
