@@ -59,6 +59,9 @@ DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "locomo_recall_at_k.png"
 
 KS = (1, 5, 10, 20)  # the table's recall@k columns
 RECALL_LIMIT = 20  # every ranker returns this many turns per question; the curve runs k = 1..RECALL_LIMIT
+# Evidence within this many tokens of output (e5's tokenizer, `mnemon_core.recall.budget`): the table's columns.
+BUDGETS = (1000, 4000)
+BUDGET_LIMIT = 100  # mnemon's `recall --limit` under a budget (the tool-call maximum): the budget is what binds
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is left out
 RRF_K = 60
 DENSE_HALF = 0.5  # weight of the dense side in `rrf-dense0.5`
@@ -224,6 +227,58 @@ def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int =
     return Scores(mean(None), {c: mean(c) for c in cats}, counts.get(None, 0), {c: counts[c] for c in cats})
 
 
+Shown = list[tuple[str, bool]]  # what a ranker's output within a budget shows: (dia_id, as a passage), in order
+
+
+def within_budget(rows: Iterable[tuple[Any, dict[int, Shown], Sequence[str]]]) -> dict[int, Scores]:
+    """rows: (category, budget → what the output within it shows, evidence) per question → budget → the mean
+    share of the evidence turns shown, whole or as a passage (`Scores` with one point: `at(1)`)."""
+    sums: dict[int, dict[Any, float]] = {}
+    counts: dict[Any, int] = {}
+    for category, shown, evidence in rows:
+        for key in (None, category):
+            counts[key] = counts.get(key, 0) + 1
+        for budget, items in shown.items():
+            got = recall_at_k([dia for dia, _ in items], evidence, len(items))
+            by = sums.setdefault(budget, {})
+            for key in (None, category):
+                by[key] = by.get(key, 0.0) + got
+    cats = sorted(k for k in counts if k is not None)
+    return {
+        budget: Scores([by[None] / counts[None]], {c: [by[c] / counts[c]] for c in cats}, counts[None],
+                       {c: counts[c] for c in cats})
+        for budget, by in sums.items()
+    }
+
+
+class WholeTurns:
+    """A baseline's output within a token budget: its turns in rank order, whole, as the JSON an agent would
+    read of them (`{"results": [{"id", "content"}, …]}`, printed as mnemon's faces print JSON, each id a UUID as
+    mnemon's are), as many as fit; counted with the same tokenizer as `recall --max-tokens`."""
+
+    def __init__(self, conv: Conversation) -> None:
+        self.text = {t.dia_id: t.content for t in conv.turns}
+        self.id = {t.dia_id: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{conv.sample_id}/{t.dia_id}")) for t in conv.turns}
+
+    def __call__(self, ranked: Iterable[str], budget: int) -> Shown:
+        from mnemon_core.models import printed
+        from mnemon_core.recall.budget import count_tokens
+
+        items: list[dict[str, str]] = []
+        used = count_tokens(printed({"results": items}))
+        for dia in ranked:
+            item = {"id": self.id[dia], "content": self.text[dia]}
+            n = count_tokens(printed(item)) + 1  # +1: the comma
+            if used + n > budget:
+                break
+            items.append(item)
+            used += n
+        while items and count_tokens(printed({"results": items})) > budget:  # the sum was an estimate
+            items.pop()
+        dia_of = {v: k for k, v in self.id.items()}
+        return [(dia_of[i["id"]], False) for i in items]
+
+
 # ---------------------------------------------------------------------------------------------------- vectors
 
 
@@ -305,6 +360,7 @@ class FTS5Ranker:
         self.db.executemany(
             "INSERT INTO turns (rowid, content) VALUES (?, ?)", [(i, t.content) for i, t in enumerate(conv.turns)]
         )
+        self.whole = WholeTurns(conv)
 
     def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
         expr = fts5_query(question)
@@ -316,6 +372,9 @@ class FTS5Ranker:
 
     __call__ = rank
 
+    def within(self, question: str, budget: int) -> Shown:
+        return self.whole(self.rank(question, None), budget)
+
 
 class DenseRanker:
     """Cosine of the query vector with every turn's vector (ties: turn order)."""
@@ -324,6 +383,7 @@ class DenseRanker:
         self.dia = [t.dia_id for t in conv.turns]
         self.embedder = embedder
         self.matrix = embedder.embed_batch([t.content for t in conv.turns])
+        self.whole = WholeTurns(conv)
 
     def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
         q = self.embedder.embed(question, query=True)
@@ -331,6 +391,9 @@ class DenseRanker:
         return [self.dia[i] for i in order[:limit]]
 
     __call__ = rank
+
+    def within(self, question: str, budget: int) -> Shown:
+        return self.whole(self.rank(question, None), budget)
 
 
 def rrf_fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:
@@ -349,9 +412,14 @@ class RRFRanker:
     def __init__(self, fts: FTS5Ranker, dense: DenseRanker, dense_weight: float = 1.0) -> None:
         self.fts, self.dense, self.dense_weight = fts, dense, dense_weight
 
+    def fused(self, question: str) -> list[str]:
+        return rrf_fuse([self.fts.rank(question, None), self.dense.rank(question, None)], [1.0, self.dense_weight])
+
     def __call__(self, question: str) -> list[str]:
-        fused = rrf_fuse([self.fts.rank(question, None), self.dense.rank(question, None)], [1.0, self.dense_weight])
-        return fused[:RECALL_LIMIT]
+        return self.fused(question)[:RECALL_LIMIT]
+
+    def within(self, question: str, budget: int) -> Shown:
+        return self.fts.whole(self.fused(question), budget)
 
 
 @contextmanager
@@ -395,6 +463,11 @@ class MnemonRanker:
     def __call__(self, question: str) -> list[str]:
         found = self.memory.recall(question, limit=RECALL_LIMIT)
         return [self.dia[hit.id] for hit in found.results]
+
+    def within(self, question: str, budget: int) -> Shown:
+        """What `recall --max-tokens budget --limit 100` shows."""
+        found = self.memory.recall(question, limit=BUDGET_LIMIT, max_tokens=budget)
+        return [(self.dia[hit.id], hit.truncated) for hit in found.results]
 
     def close(self) -> None:
         self.memory.close()
@@ -450,9 +523,15 @@ class Run:
     setup_seconds: dict[str, float]  # ranker → time spent preparing (index, embed, import)
     n_turns: int
     dropped_evidence: int
+    # ranker → (category, budget → what its output within it shows, evidence) per question (rankers with `within`)
+    shown: dict[str, list[tuple[Any, dict[int, Shown], tuple[str, ...]]]] = dataclasses.field(default_factory=dict)
 
     def scores(self) -> dict[str, Scores]:
         return {name: score((c, r, e) for _, c, _, r, e in rows) for name, rows in self.rankings.items()}
+
+    def within(self) -> dict[str, dict[int, Scores]]:
+        """ranker → budget → evidence recall within that many tokens of output."""
+        return {name: within_budget(rows) for name, rows in self.shown.items() if rows}
 
 
 def run(
@@ -512,6 +591,10 @@ def run(
                     ranked = ranker(q.question)
                     out.rankings[name].append((conv.sample_id, q.category, q.question, ranked, q.evidence))
                 out.seconds[name] += time.perf_counter() - t0
+                if hasattr(ranker, "within"):  # not timed: ms/query is the ranking's
+                    rows = out.shown.setdefault(name, [])
+                    for q in conv.questions:
+                        rows.append((q.category, {b: ranker.within(q.question, b) for b in BUDGETS}, q.evidence))
                 if isinstance(ranker, MnemonRanker):
                     ranker.close()
                 print(f"  {name}: {out.seconds[name]:.1f}s so far", file=log)
@@ -869,20 +952,53 @@ def markdown(
     names = list(scores)
     any_scores = next(iter(scores.values()))
     cats = sorted(any_scores.n_by_category)
-    head = ["ranker", *(f"R@{k}" for k in KS), *(f"R@10 {categories[c]} ({any_scores.n_by_category[c]})" for c in cats),
-            "ms/query"]
+    within = result.within()
+    head = ["ranker", *(f"R@{k}" for k in KS), *(f"≤{b:,} tok" for b in BUDGETS),
+            *(f"R@10 {categories[c]} ({any_scores.n_by_category[c]})" for c in cats), "ms/query"]
     lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     n_questions = any_scores.n
     for name in names:
         s = scores[name]
         ms = 1000 * result.seconds[name] / max(1, s.n)
-        cells = [name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
+        budgets = [f"{within[name][b].at(1):.3f}" if name in within else "—" for b in BUDGETS]
+        cells = [name, *(f"{s.at(k):.3f}" for k in KS), *budgets, *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     foot = (
         f"\n{n_questions} {asked} over {result.n_turns} turns; "
-        f"{result.dropped_evidence} evidence id(s) naming no turn were dropped.\n\nCommand:\n\n    {command}\n"
+        f"{result.dropped_evidence} evidence id(s) naming no turn were dropped. {WITHIN_NOTE}\n\n"
+        + budget_markdown(result, categories) + f"\nCommand:\n\n    {command}\n"
     )
     return "\n".join(lines) + "\n" + foot
+
+
+WITHIN_NOTE = (
+    "≤N tok: the share of a question's evidence turns that its output within N tokens shows, whole or as a "
+    "passage (e5's tokenizer over the JSON an agent reads: mnemon's `recall --max-tokens N --limit 100`; a "
+    'baseline\'s turns in rank order, whole, as `{"results": [{"id", "content"}]}`, while they fit).'
+)
+
+
+def budget_markdown(result: Run, categories: Mapping[Any, str] = CATEGORIES) -> str:
+    """Per ranker and budget: evidence found per category, memories shown, and the share of the evidence found
+    that was shown as a passage."""
+    within = result.within()
+    if not within:
+        return ""
+    cats = sorted(next(iter(next(iter(within.values())).values())).n_by_category)
+    head = ["ranker", "budget", "evidence", *(categories[c] for c in cats), "memories shown", "found as passage"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | ---: |" + " ---: |" * (len(head) - 2)]
+    for name, rows in result.shown.items():
+        if name not in within:
+            continue
+        for b in BUDGETS:
+            shown = [(items[b], set(ev)) for _, items, ev in rows]
+            found = [(dia, cut) for items, ev in shown for dia, cut in items if dia in ev]
+            cut = sum(c for _, c in found) / len(found) if found else 0.0
+            mean = sum(len(items) for items, _ in shown) / max(1, len(shown))
+            cells = [name, f"{b:,}", f"{within[name][b].at(1):.3f}", *(f"{within[name][b].at(1, c):.3f}" for c in cats),
+                     f"{mean:.1f}", f"{cut:.3f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def plot(scores: dict[str, Scores], path: Path, title: str = "LoCoMo evidence recall@k (categories 1-4)") -> Path:

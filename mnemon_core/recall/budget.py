@@ -99,7 +99,7 @@ def passage(content: str, keys: frozenset[str], max_tokens: int) -> str:
     """The part of `content` that matches the query best (`keys`: `passage_keys`), at most `max_tokens`
     tokens with its ellipses: whitespace collapsed, `…` where something was left out. The content itself
     (whitespace collapsed) when it fits."""
-    if max_tokens < 1:
+    if max_tokens < 1 or not content.strip():
         return ""
     head = content[: max_tokens * _SAMPLE_CHARS]
     per_token = len(head) / max(1, count_tokens(head))
