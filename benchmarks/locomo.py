@@ -268,12 +268,13 @@ class WholeTurns:
         used = count_tokens(printed({"results": items}))
         for dia in ranked:
             item = {"id": self.id[dia], "content": self.text[dia]}
-            n = count_tokens(printed(item)) + 1  # +1: the comma
-            if used + n > budget:
-                break
+            used += count_tokens(printed(item)) + 1  # the sum of the parts (+1: the comma) estimates the whole
+            if used > budget:  # counted exactly where the estimate says it no longer fits
+                used = count_tokens(printed({"results": [*items, item]}))
+                if used > budget:
+                    break
             items.append(item)
-            used += n
-        while items and count_tokens(printed({"results": items})) > budget:  # the sum was an estimate
+        while items and count_tokens(printed({"results": items})) > budget:
             items.pop()
         dia_of = {v: k for k, v in self.id.items()}
         return [(dia_of[i["id"]], False) for i in items]

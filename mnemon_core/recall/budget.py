@@ -12,8 +12,8 @@ is what N bounds.
   most of their occurrences, then the earliest), centred on them, whitespace collapsed, with `…` where it was
   cut; the hit says `truncated: true`, and its id gives the rest (`show <id>`);
 - the first hit that does not fit is shown as a shorter passage when at least MIN_PASSAGE_TOKENS are left, and
-  is the last one. The sum of the parts is an estimate: the whole text is counted, and the last hit shortened
-  or dropped until it fits.
+  is the last one. The sum of the parts estimates the whole; the whole text is counted where the estimate says a
+  hit no longer fits, and at the end, where the last hit is shortened or dropped until it fits.
 """
 
 from __future__ import annotations
@@ -147,11 +147,13 @@ def fit(found: VerboseRecallResult, query: str, max_tokens: int) -> VerboseRecal
     for hit in found.results:
         hit = _shown(hit, keys, cap)
         n, text = cost(hit)
-        if used + n <= max_tokens:
+        used += n
+        if used > max_tokens:  # counted exactly where the estimate says it no longer fits
+            used = tokens([*shown, hit])
+        if used <= max_tokens:
             shown.append(hit)
-            used += n
             continue
-        room = max_tokens - used - (n - text)
+        room = text - (used - max_tokens) - 1
         if room >= MIN_PASSAGE_TOKENS:
             shown.append(_shown(hit, keys, room))
         break
