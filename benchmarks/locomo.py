@@ -526,6 +526,7 @@ class Run:
     dropped_evidence: int
     # ranker → (category, budget → what its output within it shows, evidence) per question (rankers with `within`)
     shown: dict[str, list[tuple[Any, dict[int, Shown], tuple[str, ...]]]] = dataclasses.field(default_factory=dict)
+    within_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # ranker → time spent on `shown`
 
     def scores(self) -> dict[str, Scores]:
         return {name: score((c, r, e) for _, c, _, r, e in rows) for name, rows in self.rankings.items()}
@@ -592,10 +593,12 @@ def run(
                     ranked = ranker(q.question)
                     out.rankings[name].append((conv.sample_id, q.category, q.question, ranked, q.evidence))
                 out.seconds[name] += time.perf_counter() - t0
-                if hasattr(ranker, "within"):  # not timed: ms/query is the ranking's
+                if hasattr(ranker, "within"):  # timed apart: ms/query is the ranking's
+                    t0 = time.perf_counter()
                     rows = out.shown.setdefault(name, [])
                     for q in conv.questions:
                         rows.append((q.category, {b: ranker.within(q.question, b) for b in BUDGETS}, q.evidence))
+                    out.within_seconds[name] = out.within_seconds.get(name, 0.0) + time.perf_counter() - t0
                 if isinstance(ranker, MnemonRanker):
                     ranker.close()
                 print(f"  {name}: {out.seconds[name]:.1f}s so far", file=log)
@@ -980,13 +983,15 @@ WITHIN_NOTE = (
 
 
 def budget_markdown(result: Run, categories: Mapping[Any, str] = CATEGORIES) -> str:
-    """Per ranker and budget: evidence found per category, memories shown, and the share of the evidence found
-    that was shown as a passage."""
+    """Per ranker and budget: evidence found per category, memories shown, the share of the evidence found that
+    was shown as a passage, and the time an output within a budget took (mnemon: `recall --max-tokens --limit
+    100`; a baseline: its whole ranking and the fill)."""
     within = result.within()
     if not within:
         return ""
     cats = sorted(next(iter(next(iter(within.values())).values())).n_by_category)
-    head = ["ranker", "budget", "evidence", *(categories[c] for c in cats), "memories shown", "found as passage"]
+    head = ["ranker", "budget", "evidence", *(categories[c] for c in cats), "memories shown", "found as passage",
+            "ms/query"]
     lines = ["| " + " | ".join(head) + " |", "| --- | ---: |" + " ---: |" * (len(head) - 2)]
     for name, rows in result.shown.items():
         if name not in within:
@@ -996,8 +1001,9 @@ def budget_markdown(result: Run, categories: Mapping[Any, str] = CATEGORIES) -> 
             found = [(dia, cut) for items, ev in shown for dia, cut in items if dia in ev]
             cut = sum(c for _, c in found) / len(found) if found else 0.0
             mean = sum(len(items) for items, _ in shown) / max(1, len(shown))
+            ms = 1000 * result.within_seconds.get(name, 0.0) / max(1, len(shown) * len(BUDGETS))
             cells = [name, f"{b:,}", f"{within[name][b].at(1):.3f}", *(f"{within[name][b].at(1, c):.3f}" for c in cats),
-                     f"{mean:.1f}", f"{cut:.3f}"]
+                     f"{mean:.1f}", f"{cut:.3f}", f"{ms:.1f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -134,7 +134,8 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
         "| ranker | R@1 | R@5 | R@10 | R@20 | ≤1,000 tok | ≤4,000 tok | R@10 extraction (1) | R@10 update (1) "
         "| R@10 multi-session (1) | ms/query |"
     )
-    assert "| ranker | budget | evidence | extraction | update | multi-session | memories shown | found as passage |" in md
+    assert ("| ranker | budget | evidence | extraction | update | multi-session | memories shown | found as passage "
+            "| ms/query |") in md
     assert "3 questions (six retrieval-shaped abilities, with evidence) over 6 turns" in md
     table = B.ability_markdown(result).splitlines()
     assert table[0] == "| ranker | ability | n | R@1 | R@5 | R@10 | R@20 |"
