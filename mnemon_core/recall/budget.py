@@ -31,7 +31,9 @@ from .results import VerboseHit, VerboseRecallResult
 __all__ = ["count_tokens", "fit", "passage", "passage_keys"]
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: the words a query term can be
-_SAMPLE_CHARS = 16  # chars per token of the head sampled to estimate a window's size (more than any text has)
+# A text of more than this many chars per token of a limit is longer than the limit (English runs at about 4.5):
+# it is not counted to find out, and its first that many chars per token are the sample that sizes its window.
+_CHARS_PER_TOKEN = 6
 
 
 def passage_keys(query: str) -> frozenset[str]:
@@ -95,14 +97,15 @@ def _window(content: str, span: tuple[int, int], width: int) -> tuple[int, int]:
     return start, end
 
 
-def passage(content: str, keys: frozenset[str], max_tokens: int) -> str:
+def passage(content: str, keys: frozenset[str], max_tokens: int, per_token: float | None = None) -> str:
     """The part of `content` that matches the query best (`keys`: `passage_keys`), at most `max_tokens`
     tokens with its ellipses: whitespace collapsed, `…` where something was left out. The content itself
-    (whitespace collapsed) when it fits."""
+    (whitespace collapsed) when it fits. `per_token`: the content's chars per token, when known."""
     if max_tokens < 1 or not content.strip():
         return ""
-    head = content[: max_tokens * _SAMPLE_CHARS]
-    per_token = len(head) / max(1, count_tokens(head))
+    if per_token is None:
+        head = content[: max_tokens * _CHARS_PER_TOKEN]
+        per_token = len(head) / max(1, count_tokens(head))
     width = int(max_tokens * per_token)
     spans = _key_spans(content, keys)
     while width > 0:
@@ -120,10 +123,13 @@ def passage(content: str, keys: frozenset[str], max_tokens: int) -> str:
 def _shown(hit: VerboseHit, keys: frozenset[str], max_tokens: int) -> VerboseHit:
     """The hit whole, or as its passage of at most `max_tokens` tokens."""
     content = hit.insight.content
-    head = content[: max_tokens * _SAMPLE_CHARS]
-    if head == content and count_tokens(content) <= max_tokens:
-        return hit
-    text = passage(content, keys, max_tokens)
+    per_token = None
+    if len(content) <= max_tokens * _CHARS_PER_TOKEN:  # a token is at least a char: a shorter text fits
+        n = count_tokens(content) if len(content) > max_tokens else 0
+        if n <= max_tokens:
+            return hit
+        per_token = len(content) / n
+    text = passage(content, keys, max_tokens, per_token)
     whole = not text.startswith(ELLIPSIS) and not text.endswith(ELLIPSIS)  # whitespace was all it lost
     return hit if whole else hit.model_copy(update={"passage": text})
 
@@ -137,29 +143,27 @@ def fit(found: VerboseRecallResult, query: str, max_tokens: int) -> VerboseRecal
     def tokens(hits: list[VerboseHit]) -> int:
         return count_tokens(printed(found.model_copy(update={"results": hits}).budgeted()))
 
-    def cost(hit: VerboseHit) -> tuple[int, int]:
-        """(tokens the hit adds to the list, of which its text)."""
-        one = found.model_copy(update={"results": [hit]}).budgeted().results[0]
-        return count_tokens(printed(one)) + 1, count_tokens(printed(one.content))  # +1: the comma
+    def text(hit: VerboseHit) -> int:
+        return count_tokens(printed(hit.passage or hit.insight.content))
 
     shown: list[VerboseHit] = []
     used = tokens(shown)
     for hit in found.results:
         hit = _shown(hit, keys, cap)
-        n, text = cost(hit)
-        used += n
+        one = found.model_copy(update={"results": [hit]}).budgeted().results[0]
+        used += count_tokens(printed(one)) + 1  # +1: the comma
         if used > max_tokens:  # counted exactly where the estimate says it no longer fits
             used = tokens([*shown, hit])
         if used <= max_tokens:
             shown.append(hit)
             continue
-        room = text - (used - max_tokens) - 1
+        room = text(hit) - (used - max_tokens) - 1
         if room >= MIN_PASSAGE_TOKENS:
             shown.append(_shown(hit, keys, room))
         break
     while shown and (over := tokens(shown) - max_tokens) > 0:
         last = shown[-1]
-        room = count_tokens(last.passage or last.insight.content) - over - 1
+        room = text(last) - over - 1
         shorter = _shown(last.model_copy(update={"passage": ""}), keys, room) if room >= MIN_PASSAGE_TOKENS else last
         if shorter == last:
             shown.pop()
