@@ -399,6 +399,7 @@ class Memory:
         and `.brief(n)` give the CLI's other shapes. `max_tokens`: only the hits `recall(max_tokens=...)`
         shows, a hit's `passage` set where it is shown as one (`.budgeted()` is that shape). Arguments and the
         +1 access as for `recall`."""
+
         def shape() -> None:
             if max_tokens is not None:
                 check_max_tokens(max_tokens)
