@@ -124,8 +124,10 @@ def _shown(hit: VerboseHit, keys: frozenset[str], max_tokens: int) -> VerboseHit
     """The hit whole, or as its passage of at most `max_tokens` tokens."""
     content = hit.insight.content
     per_token = None
-    if len(content) <= max_tokens * _CHARS_PER_TOKEN:  # a token is at least a char: a shorter text fits
-        n = count_tokens(content) if len(content) > max_tokens else 0
+    if len(content) <= max_tokens * _CHARS_PER_TOKEN:
+        # A piece holds at least a char, and a word adds at most its leading "▁": a text of at most half as many
+        # chars as the limit fits without counting.
+        n = count_tokens(content) if 2 * len(content) > max_tokens else 0
         if n <= max_tokens:
             return hit
         per_token = len(content) / n
