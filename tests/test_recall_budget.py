@@ -258,8 +258,9 @@ def test_langchain_retriever_and_tool_show_what_recall_shows(frozen: Memory) -> 
     assert [bool(d.metadata.get("truncated")) for d in docs] == [bool(h.passage) for h in want.results]
     assert [d.id for d in MnemonRetriever(memory=frozen, k=20).invoke(QUERY, max_tokens=300)] == [d.id for d in docs]
     recall = create_mnemon_tools(frozen)[1]
-    text = recall.invoke({"query": QUERY, "limit": 20, "max_tokens": 300})
-    assert text == printed(want.budgeted()) and count_tokens(text) <= 300
+    text = recall.invoke({"query": QUERY, "limit": 20, "max_tokens": 300})  # one line, the same count
+    assert json.loads(text) == want.budgeted().model_dump(mode="json") and count_tokens(text) <= 300
+    assert count_tokens(text) == count_tokens(printed(want.budgeted()))
 
 
 def test_llamaindex_retriever_and_memory_block_show_what_recall_shows(frozen: Memory) -> None:

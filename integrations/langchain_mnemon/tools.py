@@ -1,12 +1,13 @@
 """`remember`, `recall` and `link` as LangChain `StructuredTool`s for tool-calling agents.
 
-Each tool returns the same JSON the `mnemon` command prints for that call, so an agent sees one format
+Each tool returns the same JSON the `mnemon` command prints for that call (on one line), so an agent sees one format
 whether it drives the CLI, MCP or LangChain. Mnemon's own errors (bad importance, unknown id, …) come back to
 the model as the tool's text instead of ending the run.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mnemon_core.inputs import (
     MAX_TOKENS_MIN,
     literal,
 )
-from mnemon_core.models import Category, EdgeType, Intent, printed
+from mnemon_core.models import Category, EdgeType, Intent, plain
 
 # The choices and limits are the engine's (mnemon_core.inputs); the descriptions are written for the model.
 CategoryName = literal(Category)
@@ -84,6 +85,12 @@ RECALL_DOC = (
 LINK_DOC = "Connect two memories by id with a typed edge (semantic, causal, temporal, entity or supersedes)."
 
 
+def _dumps(result: Any) -> str:
+    """The command's JSON on one line: the same tokens by the budget's counter, which ignores whitespace, and
+    fewer by a model's, which pays for indentation."""
+    return json.dumps(plain(result), ensure_ascii=False)
+
+
 def create_mnemon_tools(
     memory: Memory | AsyncMemory | None = None,
     *,
@@ -100,7 +107,7 @@ def create_mnemon_tools(
     def guarded(fn: Any) -> Any:
         def call(**kwargs: Any) -> str:
             try:
-                return printed(fn(**kwargs))
+                return _dumps(fn(**kwargs))
             except MnemonError as e:
                 raise ToolException(str(e)) from e
 
@@ -109,7 +116,7 @@ def create_mnemon_tools(
     def aguarded(fn: Any) -> Any:
         async def call(**kwargs: Any) -> str:
             try:
-                return printed(await fn(**kwargs))
+                return _dumps(await fn(**kwargs))
             except MnemonError as e:
                 raise ToolException(str(e)) from e
 
