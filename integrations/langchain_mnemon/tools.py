@@ -1,8 +1,8 @@
 """`remember`, `recall` and `link` as LangChain `StructuredTool`s for tool-calling agents.
 
-Each tool returns the same JSON the `mnemon` command prints for that call (on one line), so an agent sees one format
-whether it drives the CLI, MCP or LangChain. Mnemon's own errors (bad importance, unknown id, …) come back to
-the model as the tool's text instead of ending the run.
+Each tool returns the same JSON the `mnemon` command prints for that call (on one line), so an agent sees one
+format whether it drives the CLI, MCP or LangChain. Mnemon's own errors (bad importance, unknown id, …) come back
+to the model as the tool's text instead of ending the run.
 """
 
 from __future__ import annotations
