@@ -53,12 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     runs = [("LoCoMo " + args.conversation, L.load_conversations(L.DEFAULT_DATA, [args.conversation])[0]),
             ("BEAM " + args.chat, B.load_chats(B.DEFAULT_DATA, [args.chat])[0])]
-    lines = ["| data | questions | recall (limit 100) | CPU ms, median | × no budget |", "| --- | ---: | --- | ---: | ---: |"]
+    lines = ["| data | questions | recall (limit 100) | CPU ms, median | × no budget |",
+             "| --- | ---: | --- | ---: | ---: |"]
     for name, conv in runs:
         print(f"{name}: {len(conv.turns)} turns, {len(conv.questions)} questions", file=sys.stderr)
         for what, ms, ratio in timed(conv, L.BUDGETS):
             lines.append(f"| {name} | {len(conv.questions)} | {what} | {ms:.1f} | {ratio:.2f} |")
-    command = "python -m benchmarks.budget_speed" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    given = argv if argv is not None else sys.argv[1:]
+    command = "python -m benchmarks.budget_speed" + (" " + " ".join(given)).rstrip()
     print("\n".join(lines) + f"\n\nCommand:\n\n    {command}\n")
     return 0
 

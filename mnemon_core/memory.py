@@ -88,8 +88,9 @@ def check_max_tokens(max_tokens: object) -> int:
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not (
         MAX_TOKENS_MIN <= max_tokens <= MAX_TOKENS_MAX
     ):
-        raise ValidationError(f"max_tokens must be between {MAX_TOKENS_MIN} and {MAX_TOKENS_MAX}, got {max_tokens!r:.50}",
-                              field="max_tokens")
+        raise ValidationError(
+            f"max_tokens must be between {MAX_TOKENS_MIN} and {MAX_TOKENS_MAX}, got {max_tokens!r:.50}", field="max_tokens"
+        )
     return max_tokens
 
 
