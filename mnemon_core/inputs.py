@@ -8,8 +8,8 @@ a description. Every face builds on them instead of restating the contract:
 
 Which limit is enforced where: a limit the engine checks itself (category, importance, tag and entity sizes,
 edge type, weight, intent, a recall's token budget) is only shown in the schema (`json_schema_extra`), so a
-caller gets the engine's message whichever face it uses; the limits of tool calls by agents (query ≤2000 characters, ids ≤256,
-limit 1–100, depth 1–10, link metadata sizes; reference §8.3) are enforced by the models.
+caller gets the engine's message whichever face it uses; the limits of tool calls by agents (query ≤2000
+characters, ids ≤256, limit 1–100, depth 1–10, link metadata sizes; reference §8.3) are enforced by the models.
 """
 
 from __future__ import annotations
