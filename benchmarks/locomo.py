@@ -99,6 +99,7 @@ class Question:
     question: str
     category: int | str  # LoCoMo: the category number; BEAM (benchmarks/beam.py): the ability's name
     evidence: tuple[str, ...]  # dia_ids of turns of its conversation, deduplicated, in the data's order
+    answer: str = ""  # the gold answer (what an output within a budget should hold the words of)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def parse_conversation(sample: dict[str, Any]) -> Conversation:
         evidence = tuple(e for e in parsed if e in known)
         dropped += len(parsed) - len(evidence)
         if evidence:
-            questions.append(Question(str(qa["question"]), category, evidence))
+            questions.append(Question(str(qa["question"]), category, evidence, str(qa.get("answer", ""))))
     return Conversation(str(sample.get("sample_id", "")), tuple(turns), tuple(questions), dropped)
 
 
@@ -227,19 +228,35 @@ def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int =
     return Scores(mean(None), {c: mean(c) for c in cats}, counts.get(None, 0), {c: counts[c] for c in cats})
 
 
-Shown = list[tuple[str, bool]]  # what a ranker's output within a budget shows: (dia_id, as a passage), in order
+# What a ranker's output within a budget shows, in order: (dia_id, as a passage, the text shown).
+Shown = list[tuple[str, bool, str]]
 
 
-def within_budget(rows: Iterable[tuple[Any, dict[int, Shown], Sequence[str]]]) -> dict[int, Scores]:
-    """rows: (category, budget → what the output within it shows, evidence) per question → budget → the mean
-    share of the evidence turns shown, whole or as a passage (`Scores` with one point: `at(1)`)."""
+def answer_keys(q: Question) -> frozenset[str]:
+    """The stemmed terms of the question's gold answer that the question itself does not hold: what it adds."""
+    from mnemon_core.text import terms
+
+    return frozenset(terms(q.answer)) - frozenset(terms(q.question))
+
+
+def answer_shown(keys: frozenset[str], items: Shown) -> float:
+    """The share of the answer's own terms (`answer_keys`) that the text an output shows holds anywhere."""
+    from mnemon_core.text import terms
+
+    held = set(terms(" ".join(text for _, _, text in items)))
+    return len(keys & held) / len(keys)
+
+
+def within_budget(rows: Iterable[tuple[Any, dict[int, Shown], Sequence[str], frozenset[str]]]) -> dict[int, Scores]:
+    """rows: (category, budget → what the output within it shows, evidence, the answer's terms) per question →
+    budget → the mean share of the evidence turns shown, whole or as a passage (`Scores` with one point: `at(1)`)."""
     sums: dict[int, dict[Any, float]] = {}
     counts: dict[Any, int] = {}
-    for category, shown, evidence in rows:
+    for category, shown, evidence, _ in rows:
         for key in (None, category):
             counts[key] = counts.get(key, 0) + 1
         for budget, items in shown.items():
-            got = recall_at_k([dia for dia, _ in items], evidence, len(items))
+            got = recall_at_k([dia for dia, _, _ in items], evidence, len(items))
             by = sums.setdefault(budget, {})
             for key in (None, category):
                 by[key] = by.get(key, 0.0) + got
@@ -277,7 +294,7 @@ class WholeTurns:
         while items and count_tokens(printed({"results": items})) > budget:
             items.pop()
         dia_of = {v: k for k, v in self.id.items()}
-        return [(dia_of[i["id"]], False) for i in items]
+        return [(dia_of[i["id"]], False, i["content"]) for i in items]
 
 
 # ---------------------------------------------------------------------------------------------------- vectors
@@ -468,7 +485,7 @@ class MnemonRanker:
     def within(self, question: str, budget: int) -> Shown:
         """What `recall --max-tokens budget --limit 100` shows."""
         found = self.memory.recall(question, limit=BUDGET_LIMIT, max_tokens=budget)
-        return [(self.dia[hit.id], hit.truncated) for hit in found.results]
+        return [(self.dia[hit.id], hit.truncated, hit.content) for hit in found.results]
 
     def close(self) -> None:
         self.memory.close()
@@ -524,8 +541,10 @@ class Run:
     setup_seconds: dict[str, float]  # ranker → time spent preparing (index, embed, import)
     n_turns: int
     dropped_evidence: int
-    # ranker → (category, budget → what its output within it shows, evidence) per question (rankers with `within`)
-    shown: dict[str, list[tuple[Any, dict[int, Shown], tuple[str, ...]]]] = dataclasses.field(default_factory=dict)
+    # ranker → (category, budget → what its output within it shows, evidence, the answer's terms) per question
+    # (rankers with `within`)
+    shown: dict[str, list[tuple[Any, dict[int, Shown], tuple[str, ...], frozenset[str]]]] = dataclasses.field(
+        default_factory=dict)
     within_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # ranker → time spent on `shown`
 
     def scores(self) -> dict[str, Scores]:
@@ -597,7 +616,8 @@ def run(
                     t0 = time.perf_counter()
                     rows = out.shown.setdefault(name, [])
                     for q in conv.questions:
-                        rows.append((q.category, {b: ranker.within(q.question, b) for b in BUDGETS}, q.evidence))
+                        shown = {b: ranker.within(q.question, b) for b in BUDGETS}
+                        rows.append((q.category, shown, q.evidence, answer_keys(q)))
                     out.within_seconds[name] = out.within_seconds.get(name, 0.0) + time.perf_counter() - t0
                 if isinstance(ranker, MnemonRanker):
                     ranker.close()
@@ -984,28 +1004,31 @@ WITHIN_NOTE = (
 
 def budget_markdown(result: Run, categories: Mapping[Any, str] = CATEGORIES) -> str:
     """Per ranker and budget: evidence found per category, memories shown, the share of the evidence found that
-    was shown as a passage, the evidence found counting only turns shown whole (the stricter rule), and the
-    time an output within a budget took (mnemon: `recall --max-tokens --limit 100`; a baseline: its whole
-    ranking and the fill)."""
+    was shown as a passage, the evidence found counting only turns shown whole (the stricter rule), the share of
+    the gold answers' own terms the output's text holds (over the questions whose answer adds a term to the
+    question), and the time an output within a budget took (mnemon: `recall --max-tokens --limit 100`; a
+    baseline: its whole ranking and the fill)."""
     within = result.within()
     if not within:
         return ""
     cats = sorted(next(iter(next(iter(within.values())).values())).n_by_category)
     head = ["ranker", "budget", "evidence", *(categories[c] for c in cats), "memories shown", "found as passage",
-            "evidence shown whole", "ms/query"]
+            "evidence shown whole", "answer terms shown", "ms/query"]
     lines = ["| " + " | ".join(head) + " |", "| --- | ---: |" + " ---: |" * (len(head) - 2)]
     for name, rows in result.shown.items():
         if name not in within:
             continue
         for b in BUDGETS:
-            shown = [(items[b], set(ev)) for _, items, ev in rows]
-            found = [(dia, cut) for items, ev in shown for dia, cut in items if dia in ev]
+            shown = [(items[b], set(ev)) for _, items, ev, _ in rows]
+            found = [(dia, cut) for items, ev in shown for dia, cut, _ in items if dia in ev]
             cut = sum(c for _, c in found) / len(found) if found else 0.0
-            whole = sum(recall_at_k([d for d, c in items if not c], tuple(ev), len(items)) for items, ev in shown)
+            whole = sum(recall_at_k([d for d, c, _ in items if not c], tuple(ev), len(items)) for items, ev in shown)
+            answered = [answer_shown(keys, items[b]) for _, items, _, keys in rows if keys]
+            terms_shown = f"{sum(answered) / len(answered):.3f}" if answered else "—"
             mean = sum(len(items) for items, _ in shown) / max(1, len(shown))
             ms = 1000 * result.within_seconds.get(name, 0.0) / max(1, len(shown) * len(BUDGETS))
             cells = [name, f"{b:,}", f"{within[name][b].at(1):.3f}", *(f"{within[name][b].at(1, c):.3f}" for c in cats),
-                     f"{mean:.1f}", f"{cut:.3f}", f"{whole / max(1, len(shown)):.3f}", f"{ms:.1f}"]
+                     f"{mean:.1f}", f"{cut:.3f}", f"{whole / max(1, len(shown)):.3f}", terms_shown, f"{ms:.1f}"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -135,7 +135,7 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
         "| R@10 multi-session (1) | ms/query |"
     )
     assert ("| ranker | budget | evidence | extraction | update | multi-session | memories shown | found as passage "
-            "| evidence shown whole | ms/query |") in md
+            "| evidence shown whole | answer terms shown | ms/query |") in md
     assert "3 questions (six retrieval-shaped abilities, with evidence) over 6 turns" in md
     table = B.ability_markdown(result).splitlines()
     assert table[0] == "| ranker | ability | n | R@1 | R@5 | R@10 | R@20 |"

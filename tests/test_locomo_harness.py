@@ -182,16 +182,24 @@ def test_evidence_within_a_budget_counts_what_the_output_shows(conv: L.Conversat
     whole = L.WholeTurns(conv)
     ranked = [t.dia_id for t in conv.turns]
     every = whole(ranked, 1000)
-    assert every == [(d, False) for d in ranked]  # in rank order, whole
+    assert every == [(d, False, whole.text[d]) for d in ranked]  # in rank order, whole
     doc = lambda n: printed({"results": [{"id": whole.id[d], "content": whole.text[d]} for d in ranked[:n]]})
     cost = count_tokens(doc(3))
-    assert [d for d, _ in whole(ranked, cost)] == ranked[:3]  # exactly as many as fit
-    assert [d for d, _ in whole(ranked, cost - 1)] == ranked[:2]
-    rows = [(1, {1000: [("a", False), ("b", True)], 4000: [("a", False), ("b", True), ("c", False)]}, ("b", "c")),
-            (4, {1000: [], 4000: [("z", False)]}, ("z",))]
+    assert [d for d, _, _ in whole(ranked, cost)] == ranked[:3]  # exactly as many as fit
+    assert [d for d, _, _ in whole(ranked, cost - 1)] == ranked[:2]
+    rows = [(1, {1000: [("a", False, ""), ("b", True, "")], 4000: [("a", False, ""), ("b", True, ""), ("c", False, "")]},
+             ("b", "c"), frozenset()),
+            (4, {1000: [], 4000: [("z", False, "")]}, ("z",), frozenset())]
     got = L.within_budget(rows)
     assert got[1000].at(1) == pytest.approx(0.25) and got[4000].at(1) == 1.0  # a passage counts as shown
     assert got[1000].at(1, 1) == 0.5 and got[1000].at(1, 4) == 0.0 and got[1000].n_by_category == {1: 1, 4: 1}
+
+
+def test_the_answers_own_terms_an_output_shows(conv: L.Conversation) -> None:
+    q = conv.questions[0]  # "What did Ann start on Monday?" → "pottery"
+    assert (q.answer, L.answer_keys(q)) == ("pottery", frozenset({"potteri"}))
+    assert L.answer_shown(L.answer_keys(q), [("D1:1", False, "Ann: Hi Bo! I started pottery classes on Monday.")]) == 1.0
+    assert L.answer_shown(frozenset({"potteri", "class"}), [("D1:1", True, "…pottery…")]) == 0.5
 
 
 def test_unknown_ranker_is_refused(conv: L.Conversation) -> None:
