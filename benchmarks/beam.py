@@ -153,7 +153,8 @@ def parse_chat(sample: dict[str, Any]) -> L.Conversation:
                                   if i in known)
                     newer = tuple(i for i in dict.fromkeys(str(x) for x in flatten_ids(src.get("updated_info")))
                                   if i in known)
-                questions.append(Probe(str(q["question"]), ability, evidence, older, newer))
+                answer = str(q.get("answer") or q.get("ideal_answer") or "")  # preference following has none
+                questions.append(Probe(str(q["question"]), ability, evidence, answer, older=older, newer=newer))
     return L.Conversation(str(sample.get("id", "")), tuple(turns), tuple(questions), dropped)
 
 

@@ -59,6 +59,9 @@ DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "locomo_recall_at_k.png"
 
 KS = (1, 5, 10, 20)  # the table's recall@k columns
 RECALL_LIMIT = 20  # every ranker returns this many turns per question; the curve runs k = 1..RECALL_LIMIT
+# Evidence within this many tokens of output (e5's tokenizer, `mnemon_core.recall.budget`): the table's columns.
+BUDGETS = (1000, 4000)
+BUDGET_LIMIT = 100  # mnemon's `recall --limit` under a budget (the tool-call maximum): the budget is what binds
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is left out
 RRF_K = 60
 DENSE_HALF = 0.5  # weight of the dense side in `rrf-dense0.5`
@@ -96,6 +99,7 @@ class Question:
     question: str
     category: int | str  # LoCoMo: the category number; BEAM (benchmarks/beam.py): the ability's name
     evidence: tuple[str, ...]  # dia_ids of turns of its conversation, deduplicated, in the data's order
+    answer: str = ""  # the gold answer (what an output within a budget should hold the words of)
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def parse_conversation(sample: dict[str, Any]) -> Conversation:
         evidence = tuple(e for e in parsed if e in known)
         dropped += len(parsed) - len(evidence)
         if evidence:
-            questions.append(Question(str(qa["question"]), category, evidence))
+            questions.append(Question(str(qa["question"]), category, evidence, str(qa.get("answer", ""))))
     return Conversation(str(sample.get("sample_id", "")), tuple(turns), tuple(questions), dropped)
 
 
@@ -222,6 +226,75 @@ def score(rows: Iterable[tuple[Any, Sequence[str], Sequence[str]]], max_k: int =
 
     cats = sorted(k for k in counts if k is not None)
     return Scores(mean(None), {c: mean(c) for c in cats}, counts.get(None, 0), {c: counts[c] for c in cats})
+
+
+# What a ranker's output within a budget shows, in order: (dia_id, as a passage, the text shown).
+Shown = list[tuple[str, bool, str]]
+
+
+def answer_keys(q: Question) -> frozenset[str]:
+    """The stemmed terms of the question's gold answer that the question itself does not hold: what it adds."""
+    from mnemon_core.text import terms
+
+    return frozenset(terms(q.answer)) - frozenset(terms(q.question))
+
+
+def answer_shown(keys: frozenset[str], items: Shown) -> float:
+    """The share of the answer's own terms (`answer_keys`) that the text an output shows holds anywhere."""
+    from mnemon_core.text import terms
+
+    held = set(terms(" ".join(text for _, _, text in items)))
+    return len(keys & held) / len(keys)
+
+
+def within_budget(rows: Iterable[tuple[Any, dict[int, Shown], Sequence[str], frozenset[str]]]) -> dict[int, Scores]:
+    """rows: (category, budget → what the output within it shows, evidence, the answer's terms) per question →
+    budget → the mean share of the evidence turns shown, whole or as a passage (`Scores` with one point: `at(1)`)."""
+    sums: dict[int, dict[Any, float]] = {}
+    counts: dict[Any, int] = {}
+    for category, shown, evidence, _ in rows:
+        for key in (None, category):
+            counts[key] = counts.get(key, 0) + 1
+        for budget, items in shown.items():
+            got = recall_at_k([dia for dia, _, _ in items], evidence, len(items))
+            by = sums.setdefault(budget, {})
+            for key in (None, category):
+                by[key] = by.get(key, 0.0) + got
+    cats = sorted(k for k in counts if k is not None)
+    return {
+        budget: Scores([by[None] / counts[None]], {c: [by[c] / counts[c]] for c in cats}, counts[None],
+                       {c: counts[c] for c in cats})
+        for budget, by in sums.items()
+    }
+
+
+class WholeTurns:
+    """A baseline's output within a token budget: its turns in rank order, whole, as the JSON an agent would
+    read of them (`{"results": [{"id", "content"}, …]}`, printed as mnemon's faces print JSON, each id a UUID as
+    mnemon's are), as many as fit; counted with the same tokenizer as `recall --max-tokens`."""
+
+    def __init__(self, conv: Conversation) -> None:
+        self.text = {t.dia_id: t.content for t in conv.turns}
+        self.id = {t.dia_id: str(uuid.uuid5(uuid.NAMESPACE_URL, f"{conv.sample_id}/{t.dia_id}")) for t in conv.turns}
+
+    def __call__(self, ranked: Iterable[str], budget: int) -> Shown:
+        from mnemon_core.models import printed
+        from mnemon_core.recall.budget import count_tokens
+
+        items: list[dict[str, str]] = []
+        used = count_tokens(printed({"results": items}))
+        for dia in ranked:
+            item = {"id": self.id[dia], "content": self.text[dia]}
+            used += count_tokens(printed(item)) + 1  # the sum of the parts (+1: the comma) estimates the whole
+            if used > budget:  # counted exactly where the estimate says it no longer fits
+                used = count_tokens(printed({"results": [*items, item]}))
+                if used > budget:
+                    break
+            items.append(item)
+        while items and count_tokens(printed({"results": items})) > budget:
+            items.pop()
+        dia_of = {v: k for k, v in self.id.items()}
+        return [(dia_of[i["id"]], False, i["content"]) for i in items]
 
 
 # ---------------------------------------------------------------------------------------------------- vectors
@@ -305,6 +378,7 @@ class FTS5Ranker:
         self.db.executemany(
             "INSERT INTO turns (rowid, content) VALUES (?, ?)", [(i, t.content) for i, t in enumerate(conv.turns)]
         )
+        self.whole = WholeTurns(conv)
 
     def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
         expr = fts5_query(question)
@@ -316,6 +390,9 @@ class FTS5Ranker:
 
     __call__ = rank
 
+    def within(self, question: str, budget: int) -> Shown:
+        return self.whole(self.rank(question, None), budget)
+
 
 class DenseRanker:
     """Cosine of the query vector with every turn's vector (ties: turn order)."""
@@ -324,6 +401,7 @@ class DenseRanker:
         self.dia = [t.dia_id for t in conv.turns]
         self.embedder = embedder
         self.matrix = embedder.embed_batch([t.content for t in conv.turns])
+        self.whole = WholeTurns(conv)
 
     def rank(self, question: str, limit: int | None = RECALL_LIMIT) -> list[str]:
         q = self.embedder.embed(question, query=True)
@@ -331,6 +409,9 @@ class DenseRanker:
         return [self.dia[i] for i in order[:limit]]
 
     __call__ = rank
+
+    def within(self, question: str, budget: int) -> Shown:
+        return self.whole(self.rank(question, None), budget)
 
 
 def rrf_fuse(rankings: Sequence[Sequence[str]], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[str]:
@@ -349,9 +430,14 @@ class RRFRanker:
     def __init__(self, fts: FTS5Ranker, dense: DenseRanker, dense_weight: float = 1.0) -> None:
         self.fts, self.dense, self.dense_weight = fts, dense, dense_weight
 
+    def fused(self, question: str) -> list[str]:
+        return rrf_fuse([self.fts.rank(question, None), self.dense.rank(question, None)], [1.0, self.dense_weight])
+
     def __call__(self, question: str) -> list[str]:
-        fused = rrf_fuse([self.fts.rank(question, None), self.dense.rank(question, None)], [1.0, self.dense_weight])
-        return fused[:RECALL_LIMIT]
+        return self.fused(question)[:RECALL_LIMIT]
+
+    def within(self, question: str, budget: int) -> Shown:
+        return self.fts.whole(self.fused(question), budget)
 
 
 @contextmanager
@@ -395,6 +481,11 @@ class MnemonRanker:
     def __call__(self, question: str) -> list[str]:
         found = self.memory.recall(question, limit=RECALL_LIMIT)
         return [self.dia[hit.id] for hit in found.results]
+
+    def within(self, question: str, budget: int) -> Shown:
+        """What `recall --max-tokens budget --limit 100` shows."""
+        found = self.memory.recall(question, limit=BUDGET_LIMIT, max_tokens=budget)
+        return [(self.dia[hit.id], hit.truncated, hit.content) for hit in found.results]
 
     def close(self) -> None:
         self.memory.close()
@@ -450,9 +541,18 @@ class Run:
     setup_seconds: dict[str, float]  # ranker → time spent preparing (index, embed, import)
     n_turns: int
     dropped_evidence: int
+    # ranker → (category, budget → what its output within it shows, evidence, the answer's terms) per question
+    # (rankers with `within`)
+    shown: dict[str, list[tuple[Any, dict[int, Shown], tuple[str, ...], frozenset[str]]]] = dataclasses.field(
+        default_factory=dict)
+    within_seconds: dict[str, float] = dataclasses.field(default_factory=dict)  # ranker → time spent on `shown`
 
     def scores(self) -> dict[str, Scores]:
         return {name: score((c, r, e) for _, c, _, r, e in rows) for name, rows in self.rankings.items()}
+
+    def within(self) -> dict[str, dict[int, Scores]]:
+        """ranker → budget → evidence recall within that many tokens of output."""
+        return {name: within_budget(rows) for name, rows in self.shown.items() if rows}
 
 
 def run(
@@ -512,6 +612,13 @@ def run(
                     ranked = ranker(q.question)
                     out.rankings[name].append((conv.sample_id, q.category, q.question, ranked, q.evidence))
                 out.seconds[name] += time.perf_counter() - t0
+                if hasattr(ranker, "within"):  # timed apart: ms/query is the ranking's
+                    t0 = time.perf_counter()
+                    rows = out.shown.setdefault(name, [])
+                    for q in conv.questions:
+                        shown = {b: ranker.within(q.question, b) for b in BUDGETS}
+                        rows.append((q.category, shown, q.evidence, answer_keys(q)))
+                    out.within_seconds[name] = out.within_seconds.get(name, 0.0) + time.perf_counter() - t0
                 if isinstance(ranker, MnemonRanker):
                     ranker.close()
                 print(f"  {name}: {out.seconds[name]:.1f}s so far", file=log)
@@ -869,20 +976,61 @@ def markdown(
     names = list(scores)
     any_scores = next(iter(scores.values()))
     cats = sorted(any_scores.n_by_category)
-    head = ["ranker", *(f"R@{k}" for k in KS), *(f"R@10 {categories[c]} ({any_scores.n_by_category[c]})" for c in cats),
-            "ms/query"]
+    within = result.within()
+    head = ["ranker", *(f"R@{k}" for k in KS), *(f"≤{b:,} tok" for b in BUDGETS),
+            *(f"R@10 {categories[c]} ({any_scores.n_by_category[c]})" for c in cats), "ms/query"]
     lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     n_questions = any_scores.n
     for name in names:
         s = scores[name]
         ms = 1000 * result.seconds[name] / max(1, s.n)
-        cells = [name, *(f"{s.at(k):.3f}" for k in KS), *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
+        budgets = [f"{within[name][b].at(1):.3f}" if name in within else "—" for b in BUDGETS]
+        cells = [name, *(f"{s.at(k):.3f}" for k in KS), *budgets, *(f"{s.at(10, c):.3f}" for c in cats), f"{ms:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     foot = (
         f"\n{n_questions} {asked} over {result.n_turns} turns; "
-        f"{result.dropped_evidence} evidence id(s) naming no turn were dropped.\n\nCommand:\n\n    {command}\n"
+        f"{result.dropped_evidence} evidence id(s) naming no turn were dropped. {WITHIN_NOTE}\n\n"
+        + budget_markdown(result, categories) + f"\nCommand:\n\n    {command}\n"
     )
     return "\n".join(lines) + "\n" + foot
+
+
+WITHIN_NOTE = (
+    "≤N tok: the share of a question's evidence turns that its output within N tokens shows, whole or as a "
+    "passage (e5's tokenizer over the JSON an agent reads: mnemon's `recall --max-tokens N --limit 100`; a "
+    'baseline\'s turns in rank order, whole, as `{"results": [{"id", "content"}]}`, while they fit).'
+)
+
+
+def budget_markdown(result: Run, categories: Mapping[Any, str] = CATEGORIES) -> str:
+    """Per ranker and budget: evidence found per category, memories shown, the share of the evidence found that
+    was shown as a passage, the evidence found counting only turns shown whole (the stricter rule), the share of
+    the gold answers' own terms the output's text holds (over the questions whose answer adds a term to the
+    question), and the time an output within a budget took (mnemon: `recall --max-tokens --limit 100`; a
+    baseline: its whole ranking and the fill)."""
+    within = result.within()
+    if not within:
+        return ""
+    cats = sorted(next(iter(next(iter(within.values())).values())).n_by_category)
+    head = ["ranker", "budget", "evidence", *(categories[c] for c in cats), "memories shown", "found as passage",
+            "evidence shown whole", "answer terms shown", "ms/query"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | ---: |" + " ---: |" * (len(head) - 2)]
+    for name, rows in result.shown.items():
+        if name not in within:
+            continue
+        for b in BUDGETS:
+            shown = [(items[b], set(ev)) for _, items, ev, _ in rows]
+            found = [(dia, cut) for items, ev in shown for dia, cut, _ in items if dia in ev]
+            cut = sum(c for _, c in found) / len(found) if found else 0.0
+            whole = sum(recall_at_k([d for d, c, _ in items if not c], tuple(ev), len(items)) for items, ev in shown)
+            answered = [answer_shown(keys, items[b]) for _, items, _, keys in rows if keys]
+            terms_shown = f"{sum(answered) / len(answered):.3f}" if answered else "—"
+            mean = sum(len(items) for items, _ in shown) / max(1, len(shown))
+            ms = 1000 * result.within_seconds.get(name, 0.0) / max(1, len(shown) * len(BUDGETS))
+            cells = [name, f"{b:,}", f"{within[name][b].at(1):.3f}", *(f"{within[name][b].at(1, c):.3f}" for c in cats),
+                     f"{mean:.1f}", f"{cut:.3f}", f"{whole / max(1, len(shown)):.3f}", terms_shown, f"{ms:.1f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def plot(scores: dict[str, Scores], path: Path, title: str = "LoCoMo evidence recall@k (categories 1-4)") -> Path:

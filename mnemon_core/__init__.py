@@ -40,6 +40,8 @@ _EXPORTS = {
     "ImportResult": "draft",
     "BriefHit": "recall.results",
     "BriefRecallResult": "recall.results",
+    "BudgetHit": "recall.results",
+    "BudgetRecallResult": "recall.results",
     "RecallMeta": "recall.results",
     "Signals": "recall.results",
     "RecallHit": "recall.results",
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
     from .recall.results import (
         BriefHit,
         BriefRecallResult,
+        BudgetHit,
+        BudgetRecallResult,
         RecallHit,
         RecallMeta,
         RecallResult,

@@ -40,18 +40,9 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 def dump(value: Any) -> str:
     """Pretty JSON (2-space indent) of a model, a list of models or plain data."""
-    import json
+    from .models import printed
 
-    from pydantic import BaseModel
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, BaseModel):
-            return v.model_dump(mode="json")
-        if isinstance(v, list):
-            return [plain(x) for x in v]
-        return v
-
-    return json.dumps(plain(value), indent=2, ensure_ascii=False)
+    return printed(value)
 
 
 def emit(value: Any) -> None:
@@ -103,7 +94,7 @@ def _link(a: argparse.Namespace) -> None:
 def _recall(a: argparse.Namespace) -> None:
     r = memory(a).recall(
         " ".join(a.query), limit=a.limit, intent=a.intent, category=a.cat, source=a.source, basic=a.basic,
-        verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars, recipe=a.recipe,
+        verbose=a.verbose, brief=a.brief, excerpt_chars=a.excerpt_chars, recipe=a.recipe, max_tokens=a.max_tokens,
     )
     if a.brief:  # compact, unindented
         import json
@@ -478,7 +469,8 @@ def options(model: str, **flags: str | tuple[str, str]) -> Fill:
                 text += ": " + "|".join(extra["enum"])  # type: ignore[arg-type]
             if default is not None:
                 text += f" (default {default})"
-            kind = {int: int, float: float}.get(f.annotation)  # type: ignore[call-overload]
+            given = [t for t in getattr(f.annotation, "__args__", ()) if t is not type(None)]  # `int | None` → int
+            kind = {int: int, float: float}.get(given[0] if len(given) == 1 else f.annotation)  # type: ignore[call-overload]
             s.add_argument(flag, type=kind, default=default, help=text)
 
     return fill
@@ -522,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = cmd("recall", "Intent-aware graph recall", options(
         "RecallInput", limit=LIMIT, intent="--intent", category="--cat", source="--source", basic="--basic",
+        max_tokens="--max-tokens",
     ), options("RecallShape", verbose="--verbose", brief="--brief", excerpt_chars="--excerpt-chars", recipe="--recipe"),
         lambda s: s.add_argument("--smart", action="store_true", help=argparse.SUPPRESS))
     s.add_argument("query", nargs="+")

@@ -62,7 +62,14 @@ def hit_metadata(hit: dict[str, Any]) -> dict[str, Any]:
     }
     if hit.get("superseded"):
         meta["superseded"] = True
+    if hit.get("passage"):  # within a token budget: the text is a passage, `show <id>` gives the whole
+        meta["truncated"] = True
     return meta
+
+
+def hit_text(hit: dict[str, Any]) -> str:
+    """What a face shows of a recalled memory: its passage within a token budget, else its content."""
+    return hit.get("passage") or (hit.get("insight") or {}).get("content", "")
 
 
 def chunks(text: str, limit: int = MAX_CONTENT_BYTES) -> Iterator[str]:

@@ -7,9 +7,9 @@ a description. Every face builds on them instead of restating the contract:
 * LangChain's tools (`integrations/langchain_mnemon/tools.py`) take the value lists and limits from here.
 
 Which limit is enforced where: a limit the engine checks itself (category, importance, tag and entity sizes,
-edge type, weight, intent) is only shown in the schema (`json_schema_extra`), so a caller gets the engine's
-message whichever face it uses; the limits of tool calls by agents (query ≤2000 characters, ids ≤256,
-limit 1–100, depth 1–10, link metadata sizes; reference §8.3) are enforced by the models.
+edge type, weight, intent, a recall's token budget) is only shown in the schema (`json_schema_extra`), so a
+caller gets the engine's message whichever face it uses; the limits of tool calls by agents (query ≤2000
+characters, ids ≤256, limit 1–100, depth 1–10, link metadata sizes; reference §8.3) are enforced by the models.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from .models import Category, EdgeType, EntityMode, Intent
-from .recall.constants import EXCERPT_CHARS, RECALL_LIMIT
+from .recall.constants import EXCERPT_CHARS, MAX_TOKENS_MAX, MAX_TOKENS_MIN, RECALL_LIMIT
 from .write.constants import (
     MAX_CONTENT_BYTES,
     MAX_ENTITIES,
@@ -31,11 +31,12 @@ from .write.constants import (
 )
 
 __all__ = [
-    "EXCERPT_CHARS", "IdInput", "LinkInput", "LogInput", "NoInput", "RECALL_LIMIT", "RecallInput", "RecallShape",
+    "EXCERPT_CHARS", "IdInput", "LinkInput", "LogInput", "MAX_TOKENS_MAX", "MAX_TOKENS_MIN", "NoInput", "RECALL_LIMIT",
+    "RecallInput", "RecallShape",
     "RelatedInput", "RememberInput", "SearchInput", "literal",
 ]
 
-# Defaults of the calls (RECALL_LIMIT and EXCERPT_CHARS live with recall's other numbers).
+# Defaults of the calls (RECALL_LIMIT, EXCERPT_CHARS and the token budget's limits live with recall's other numbers).
 SEARCH_LIMIT = 10
 LOG_LIMIT = 20
 RELATED_DEPTH = 2
@@ -142,6 +143,13 @@ class RecallInput(Args):
         None, description="override the detected intent", json_schema_extra=_shown(enum=values(Intent))
     )
     basic: bool = Field(False, description="plain substring match instead of intent-aware graph recall")
+    max_tokens: int | None = Field(
+        None,
+        description=f"{MAX_TOKENS_MIN}-{MAX_TOKENS_MAX}: only the best results whose JSON fits this many tokens "
+        "(e5's tokenizer): each memory's id, confidence and content, a long one as its best-matching passage "
+        "(truncated, … where cut; show <id> gives the whole)",
+        json_schema_extra=_shown(minimum=MAX_TOKENS_MIN, maximum=MAX_TOKENS_MAX),
+    )
 
 
 class RecallShape(Args):

@@ -3,7 +3,8 @@
 A thin face. Each tool checks its arguments against a pydantic model (the input schema it advertises), makes
 one `Memory` call and returns that call's CLI JSON as one text block. List results (`recall`, `search`,
 `related`) come as `{"results": [...], ...}` with each content cut to 600 characters unless `full` is true
-(`truncated: true` on a cut item, a `truncation_hint` beside the results). A failure is a tool result with
+(`truncated: true` on a cut item, a `truncation_hint` beside the results); a recall with `max_tokens` is
+`recall --max-tokens`'s JSON as it is (its passages already bound it). A failure is a tool result with
 `isError` and one line of text: the engine's own message for what the engine checks, a message in the same
 style for the limits that only this face has. The server keeps serving after any error.
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pydantic
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from . import __version__
 from .async_memory import AsyncMemory
@@ -51,6 +52,7 @@ from .inputs import (
     SearchInput,
 )
 from .memory import Memory
+from .models import plain, printed
 
 # The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600
@@ -61,7 +63,8 @@ INSTRUCTIONS = (
     "Mnemon is durable graph memory shared across sessions. Use recall before answering from memory and "
     "remember for facts, decisions and preferences worth keeping. Recall, search and related cut each "
     f"content to {CONTENT_CHARS} characters; pass full=true (or call show with the id) only when the "
-    "complete text is needed."
+    "complete text is needed. Recall with max_tokens returns only what fits that many tokens, a long memory as "
+    "its best-matching passage."
 )
 TRUNCATION_HINT = (
     f"Some content was cut to {CONTENT_CHARS} characters (truncated: true). Call the same tool with "
@@ -172,15 +175,6 @@ def _bounds(model: type[Args], name: str) -> tuple[Any, Any]:
 # ---------------------------------------------------------------- results
 
 
-def plain(value: Any) -> Any:
-    """A result model (or a list of them) as the CLI prints it."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
 def cut(content: str, full: bool) -> tuple[str, bool]:
     """At most CONTENT_CHARS characters, the last one an ellipsis, unless `full`."""
     if full or len(content) <= CONTENT_CHARS:
@@ -204,11 +198,6 @@ def project(value: Any, full: bool) -> dict[str, Any]:
     if any_cut:
         data["truncation_hint"] = TRUNCATION_HINT
     return data
-
-
-def to_text(data: Any) -> str:
-    """Pretty JSON, exactly as the CLI prints it."""
-    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------- the tools
@@ -239,6 +228,8 @@ async def _remember(m: AsyncMemory, a: RememberInput) -> Any:
 
 async def _recall(m: AsyncMemory, a: RecallArgs) -> Any:
     scope = {"limit": a.limit, "intent": a.intent, "category": a.category, "source": a.source}
+    if a.max_tokens is not None:  # the budget bounds the text itself (passages, not the 600-character cut)
+        return await m.recall(a.query, basic=a.basic, max_tokens=a.max_tokens, **scope)
     if a.basic:
         return project(await m.recall(a.query, basic=True, **scope), a.full)
     return project((await m.retrieve(a.query, **scope)).compact(), a.full)  # the CLI's default shape
@@ -324,7 +315,7 @@ class Face:
         except pydantic.ValidationError as e:
             return True, describe(e, spec.args)
         try:
-            return False, to_text(plain(await spec.run(self.async_memory, args)))
+            return False, printed(await spec.run(self.async_memory, args))  # as the CLI prints it
         except Exception as e:  # noqa: BLE001 - the face's one error boundary: an error result, keep serving
             message = fault_message(e)  # a MnemonError or a fault of the environment (errors.fault_message)
             if debug() or message is None:  # a bug keeps its traceback in the server's log (stderr)

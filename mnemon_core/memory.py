@@ -23,7 +23,16 @@ from .config import UNSET, Settings
 from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
-from .inputs import EXCERPT_CHARS, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT
+from .inputs import (
+    EXCERPT_CHARS,
+    LINK_WEIGHT,
+    LOG_LIMIT,
+    MAX_TOKENS_MAX,
+    MAX_TOKENS_MIN,
+    RECALL_LIMIT,
+    RELATED_DEPTH,
+    SEARCH_LIMIT,
+)
 from .models import (
     REVERSE_KEY,
     REVERSE_VALUE,
@@ -60,7 +69,7 @@ if TYPE_CHECKING:  # these modules load with their first call: `import mnemon_co
     from .draft import DryRun, ImportDraft, ImportResult
     from .embed_ops import EmbedResult
     from .recall.config import RecallConfig
-    from .recall.results import BriefRecallResult, RecallResult, VerboseRecallResult
+    from .recall.results import BriefRecallResult, BudgetRecallResult, RecallResult, VerboseRecallResult
 
 EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 TOP_ENTITIES = 20
@@ -72,6 +81,17 @@ def check_limit(limit: int, name: str = "--limit") -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValidationError(f"{name} must be at least 1, got {limit}", field="limit")
     return limit
+
+
+def check_max_tokens(max_tokens: object) -> int:
+    """A recall's token budget (`recall/budget.py`): a whole number within the limits every face shows."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not (
+        MAX_TOKENS_MIN <= max_tokens <= MAX_TOKENS_MAX
+    ):
+        raise ValidationError(
+            f"max_tokens must be between {MAX_TOKENS_MIN} and {MAX_TOKENS_MAX}, got {max_tokens!r:.50}", field="max_tokens"
+        )
+    return max_tokens
 
 
 class Memory:
@@ -330,10 +350,13 @@ class Memory:
         brief: bool = False,
         excerpt_chars: int = EXCERPT_CHARS,
         recipe: str | None = None,
-    ) -> RecallResult | VerboseRecallResult | BriefRecallResult | list[Insight]:
+        max_tokens: int | None = None,
+    ) -> RecallResult | VerboseRecallResult | BriefRecallResult | BudgetRecallResult | list[Insight]:
         """Smart recall (spec 5.2) in the shape the CLI prints: `retrieve`, then a `RecallResult` (compact),
         the `VerboseRecallResult` itself (`verbose`) or a `BriefRecallResult` (`brief`, excerpts of at most
         `excerpt_chars`); for `basic` the LIKE matches as a list of `Insight` (or brief excerpts of them).
+        `max_tokens`: a `BudgetRecallResult`, the best results in rank order whose printed JSON is at most that
+        many tokens, a long memory as its best-matching passage (`recall/budget.py`).
         `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
         "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access (none when
         nothing matched: `no_match`).
@@ -345,13 +368,20 @@ class Memory:
                 raise ValidationError("--excerpt-chars must be greater than 0", field="excerpt_chars")
             if brief and verbose:
                 raise ValidationError("--brief and --verbose cannot be used together", field="brief")
+            if max_tokens is not None:
+                check_max_tokens(max_tokens)
+                for name, given in (("verbose", verbose), ("brief", brief), ("basic", basic)):
+                    if given:
+                        raise ValidationError(f"max_tokens and {name} cannot be used together", field="max_tokens")
 
         config, scope = self._recall_scope(query, limit, intent, category, source, recipe, shape)
         if basic:
             rows = self.store.like_search(query, scope, limit)
             self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
             return brief_basic(rows, excerpt_chars) if brief else rows
-        found = self._retrieve(query, limit, intent, scope, config)
+        found = self._retrieve(query, limit, intent, scope, config, max_tokens)
+        if max_tokens is not None:
+            return found.budgeted()
         return found if verbose else found.brief(excerpt_chars) if brief else found.compact()
 
     def retrieve(
@@ -363,12 +393,20 @@ class Memory:
         category: str | None = None,
         source: str | None = None,
         recipe: str | None = None,
+        max_tokens: int | None = None,
     ) -> VerboseRecallResult:
         """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order), unshaped: the
         ranked hits with their insights, raw scores, labels and four signals, and the run's meta. `.compact()`
-        and `.brief(n)` give the CLI's other shapes. Arguments and the +1 access as for `recall`."""
-        config, scope = self._recall_scope(query, limit, intent, category, source, recipe)
-        return self._retrieve(query, limit, intent, scope, config)
+        and `.brief(n)` give the CLI's other shapes. `max_tokens`: only the hits `recall(max_tokens=...)`
+        shows, a hit's `passage` set where it is shown as one (`.budgeted()` is that shape). Arguments and the
+        +1 access as for `recall`."""
+
+        def shape() -> None:
+            if max_tokens is not None:
+                check_max_tokens(max_tokens)
+
+        config, scope = self._recall_scope(query, limit, intent, category, source, recipe, shape)
+        return self._retrieve(query, limit, intent, scope, config, max_tokens)
 
     def _recall_scope(
         self, query: str, limit: int, intent: str | None, category: str | None, source: str | None,
@@ -392,7 +430,8 @@ class Memory:
         return config, scope_of(category, source)
 
     def _retrieve(
-        self, query: str, limit: int, intent: str | None, scope: Filters, config: RecallConfig
+        self, query: str, limit: int, intent: str | None, scope: Filters, config: RecallConfig,
+        max_tokens: int | None = None,
     ) -> VerboseRecallResult:
         # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
@@ -415,11 +454,16 @@ class Memory:
         )
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
-        # What a recall that matched nothing offers (recency, the graph) was not used: no access is counted.
-        used = [] if found.meta.no_match else [r.id for r in results]
-        self._accessed(used, "recall", f"q={query} hits={len(results)}")
         labels = [found.labels[r.id] for r in results] if found.labels is not None else None
-        return output.verbose(results, insights, chosen, found.meta, labels)
+        out = output.verbose(results, insights, chosen, found.meta, labels)
+        if max_tokens is not None:  # what an agent reads within the budget, and only that counts as returned
+            from .recall.budget import fit
+
+            out = fit(out, query, max_tokens)
+        # What a recall that matched nothing offers (recency, the graph) was not used: no access is counted.
+        used = [] if found.meta.no_match else [h.insight.id for h in out.results]
+        self._accessed(used, "recall", f"q={query} hits={len(out.results)}")
+        return out
 
     # ------------------------------------------------------------------ import / embed
 

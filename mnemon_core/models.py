@@ -6,6 +6,7 @@ prints. Keys the reference marks "omitempty" are dropped when empty (see `OmitEm
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -46,6 +47,21 @@ class EntityMode(StrEnum):
     merge = "merge"
     provided = "provided"
     auto = "auto"
+
+
+def plain(value: Any) -> Any:
+    """A result model, or a list of them, as the JSON data the CLI prints."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def printed(value: Any) -> str:
+    """The JSON text the CLI prints for a result (2-space indent, non-ASCII as it is) and an MCP tool returns;
+    what a recall's token budget counts (`recall/budget.py`)."""
+    return json.dumps(plain(value), indent=2, ensure_ascii=False)
 
 
 class OmitEmpty(BaseModel):

@@ -131,9 +131,11 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
         assert sorted(ranked) == ["0", "1", "2", "3", "4", "5"]
     md = L.markdown(result, "python -m benchmarks.beam tiny.json", B.ABILITIES, B.ASKED)
     assert md.splitlines()[0] == (
-        "| ranker | R@1 | R@5 | R@10 | R@20 | R@10 extraction (1) | R@10 update (1) | R@10 multi-session (1) "
-        "| ms/query |"
+        "| ranker | R@1 | R@5 | R@10 | R@20 | ≤1,000 tok | ≤4,000 tok | R@10 extraction (1) | R@10 update (1) "
+        "| R@10 multi-session (1) | ms/query |"
     )
+    assert ("| ranker | budget | evidence | extraction | update | multi-session | memories shown | found as passage "
+            "| evidence shown whole | answer terms shown | ms/query |") in md
     assert "3 questions (six retrieval-shaped abilities, with evidence) over 6 turns" in md
     table = B.ability_markdown(result).splitlines()
     assert table[0] == "| ranker | ability | n | R@1 | R@5 | R@10 | R@20 |"

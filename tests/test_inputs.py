@@ -26,7 +26,7 @@ CASES = [
     (["recall", "x"], inputs.RecallInput, {
         "limit": ("limit", "recall", "limit"), "intent": ("intent", "recall", "intent"),
         "category": ("cat", "recall", "category"), "source": ("source", "recall", "source"),
-        "basic": ("basic", "recall", "basic"),
+        "basic": ("basic", "recall", "basic"), "max_tokens": ("max_tokens", "recall", "max_tokens"),
     }),
     (["recall", "x"], inputs.RecallShape, {
         "verbose": ("verbose", "recall", "verbose"), "brief": ("brief", "recall", "brief"),

@@ -393,7 +393,8 @@ def test_tools_have_typed_schemas(mem: Memory) -> None:
     remember, recall, link = create_mnemon_tools(mem)
     assert [t.name for t in (remember, recall, link)] == ["remember", "recall", "link"]
     assert list(remember.args) == ["content", "category", "importance", "tags", "entities"]
-    assert list(recall.args) == ["query", "limit", "intent", "category"]
+    assert list(recall.args) == ["query", "limit", "intent", "category", "max_tokens"]
+    assert recall.args["max_tokens"]["anyOf"][0] == {"maximum": 100_000, "minimum": 150, "type": "integer"}
     assert list(link.args) == ["source_id", "target_id", "type", "weight", "metadata"]
     assert remember.args["category"]["enum"] == ["preference", "decision", "fact", "insight", "context", "general"]
     assert (remember.args["importance"]["minimum"], remember.args["importance"]["maximum"]) == (1, 5)

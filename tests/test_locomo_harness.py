@@ -161,13 +161,45 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
     for _, _, _, ranked, _ in result.rankings["mnemon-none"]:
         assert sorted(ranked) == sorted(t.dia_id for t in convs[0].turns)
     assert scores["mnemon-none"].at(20) == 1.0
+    # Within 1,000 tokens of output every ranker shows every turn it ranks: six short turns fit.
+    within = result.within()
+    assert within["fts5"][1000].at(1) == within["mnemon-none"][4000].at(1) == 1.0
     md = L.markdown(result, "python -m benchmarks.locomo tiny.json")
     assert md.splitlines()[0] == (
-        "| ranker | R@1 | R@5 | R@10 | R@20 | R@10 multi-hop (1) | R@10 open-domain (1) | R@10 single-hop (1) "
-        "| ms/query |"
+        "| ranker | R@1 | R@5 | R@10 | R@20 | ≤1,000 tok | ≤4,000 tok | R@10 multi-hop (1) | R@10 open-domain (1) "
+        "| R@10 single-hop (1) | ms/query |"
     )
-    assert "| fts5 | 0.833 | 0.833 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in md
+    assert "| fts5 | 0.833 | 0.833 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in md
+    assert "| mnemon-none | 1,000 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 | 0.000 | 1.000 |" in md
+    assert set(result.within_seconds) == {"fts5", "mnemon-none"}
     assert "    python -m benchmarks.locomo tiny.json" in md
+
+
+def test_evidence_within_a_budget_counts_what_the_output_shows(conv: L.Conversation) -> None:
+    from mnemon_core.models import printed
+    from mnemon_core.recall.budget import count_tokens
+
+    whole = L.WholeTurns(conv)
+    ranked = [t.dia_id for t in conv.turns]
+    every = whole(ranked, 1000)
+    assert every == [(d, False, whole.text[d]) for d in ranked]  # in rank order, whole
+    doc = lambda n: printed({"results": [{"id": whole.id[d], "content": whole.text[d]} for d in ranked[:n]]})
+    cost = count_tokens(doc(3))
+    assert [d for d, _, _ in whole(ranked, cost)] == ranked[:3]  # exactly as many as fit
+    assert [d for d, _, _ in whole(ranked, cost - 1)] == ranked[:2]
+    rows = [(1, {1000: [("a", False, ""), ("b", True, "")], 4000: [("a", False, ""), ("b", True, ""), ("c", False, "")]},
+             ("b", "c"), frozenset()),
+            (4, {1000: [], 4000: [("z", False, "")]}, ("z",), frozenset())]
+    got = L.within_budget(rows)
+    assert got[1000].at(1) == pytest.approx(0.25) and got[4000].at(1) == 1.0  # a passage counts as shown
+    assert got[1000].at(1, 1) == 0.5 and got[1000].at(1, 4) == 0.0 and got[1000].n_by_category == {1: 1, 4: 1}
+
+
+def test_the_answers_own_terms_an_output_shows(conv: L.Conversation) -> None:
+    q = conv.questions[0]  # "What did Ann start on Monday?" → "pottery"
+    assert (q.answer, L.answer_keys(q)) == ("pottery", frozenset({"potteri"}))
+    assert L.answer_shown(L.answer_keys(q), [("D1:1", False, "Ann: Hi Bo! I started pottery classes on Monday.")]) == 1.0
+    assert L.answer_shown(frozenset({"potteri", "class"}), [("D1:1", True, "…pottery…")]) == 0.5
 
 
 def test_unknown_ranker_is_refused(conv: L.Conversation) -> None:

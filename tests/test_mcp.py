@@ -50,6 +50,10 @@ def test_recall_schema_matches_the_reference_limits() -> None:
                        "enum": ["WHY", "WHEN", "ENTITY", "GENERAL"]},
             "basic": {"default": False, "description": "plain substring match instead of intent-aware graph recall",
                       "type": "boolean"},
+            "max_tokens": {"type": "integer", "minimum": 150, "maximum": 100000, "description": (
+                "150-100000: only the best results whose JSON fits this many tokens (e5's tokenizer): each "
+                "memory's id, confidence and content, a long one as its best-matching passage (truncated, … "
+                "where cut; show <id> gives the whole)")},
             "full": {"default": False, "description": "return complete content instead of the 600-character "
                      "projection", "type": "boolean"},
         },

@@ -12,16 +12,18 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import hit_metadata, open_memory, recall_hits
+from mnemon_core.faces import hit_metadata, hit_text, open_memory, recall_hits
+from mnemon_core.inputs import RecallInput
 
 # Per-call overrides `invoke(query, k=3, intent="WHY", …)` accepts; anything else LangChain passes is ignored.
-CALL_OPTIONS = ("k", "intent", "category", "source")
+CALL_OPTIONS = ("k", "intent", "category", "source", "max_tokens")
 
 
 class MnemonRetriever(BaseRetriever):
     """Recall from a mnemon memory: each hit becomes a `Document` whose `page_content` is the insight and whose
     metadata holds `id`, `category`, `importance`, `score`, `intent`, `via`, `signals`, `created_at` (then
-    `tags`, `entities`, `source`).
+    `tags`, `entities`, `source`). With `max_tokens` only the memories `recall --max-tokens` shows, a long one
+    as its best-matching passage (`truncated: True` in its metadata).
 
     ```python
     retriever = MnemonRetriever(memory=Memory(), k=5)          # or MnemonRetriever(data_dir=..., store=...)
@@ -38,6 +40,7 @@ class MnemonRetriever(BaseRetriever):
     intent: str | None = Field(default=None, description="force WHY, WHEN, ENTITY or GENERAL instead of detecting")
     category: str | None = Field(default=None, description="only memories of this category")
     source: str | None = Field(default=None, description="only memories from this source")
+    max_tokens: int | None = Field(default=None, description=RecallInput.model_fields["max_tokens"].description)
 
     _sync: Memory | None = PrivateAttr(default=None)
     _async: AsyncMemory | None = PrivateAttr(default=None)
@@ -69,7 +72,7 @@ def to_documents(hits: Sequence[dict[str, Any]]) -> list[Document]:
     out = []
     for hit in hits:
         meta = hit_metadata(hit)
-        out.append(Document(id=meta["id"], page_content=(hit.get("insight") or {}).get("content", ""), metadata=meta))
+        out.append(Document(id=meta["id"], page_content=hit_text(hit), metadata=meta))
     return out
 
 

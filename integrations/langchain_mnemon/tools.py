@@ -1,8 +1,8 @@
 """`remember`, `recall` and `link` as LangChain `StructuredTool`s for tool-calling agents.
 
-Each tool returns the same JSON the `mnemon` command prints for that call, so an agent sees one format
-whether it drives the CLI, MCP or LangChain. Mnemon's own errors (bad importance, unknown id, …) come back to
-the model as the tool's text instead of ending the run.
+Each tool returns the same JSON the `mnemon` command prints for that call (on one line), so an agent sees one
+format whether it drives the CLI, MCP or LangChain. Mnemon's own errors (bad importance, unknown id, …) come back
+to the model as the tool's text instead of ending the run.
 """
 
 from __future__ import annotations
@@ -16,8 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mnemon_core import AsyncMemory, Memory, MnemonError
 from mnemon_core.faces import open_memory
-from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, LINK_WEIGHT, MAX_RESULTS, literal
-from mnemon_core.models import Category, EdgeType, Intent
+from mnemon_core.inputs import (
+    IMPORTANCE,
+    IMPORTANCE_MAX,
+    IMPORTANCE_MIN,
+    LINK_WEIGHT,
+    MAX_RESULTS,
+    MAX_TOKENS_MAX,
+    MAX_TOKENS_MIN,
+    literal,
+)
+from mnemon_core.models import Category, EdgeType, Intent, plain
 
 # The choices and limits are the engine's (mnemon_core.inputs); the descriptions are written for the model.
 CategoryName = literal(Category)
@@ -46,6 +55,11 @@ class RecallArgs(BaseModel):
     limit: int = Field(default=RECALL_LIMIT, ge=1, le=MAX_RESULTS, description="how many memories to return")
     intent: IntentName | None = Field(default=None, description="force WHY, WHEN, ENTITY or GENERAL; default: detect")
     category: CategoryName | None = Field(default=None, description="only memories of this category")
+    max_tokens: int | None = Field(
+        default=None, ge=MAX_TOKENS_MIN, le=MAX_TOKENS_MAX,
+        description="return only what fits this many tokens: the best memories' ids, confidence and text, a "
+        "long one as its best-matching passage (truncated: true)",
+    )
 
 
 class LinkArgs(BaseModel):
@@ -72,8 +86,9 @@ LINK_DOC = "Connect two memories by id with a typed edge (semantic, causal, temp
 
 
 def _dumps(result: Any) -> str:
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
-    return json.dumps(data, ensure_ascii=False)
+    """The command's JSON on one line: the same tokens by the budget's counter, which ignores whitespace, and
+    fewer by a model's, which pays for indentation."""
+    return json.dumps(plain(result), ensure_ascii=False)
 
 
 def create_mnemon_tools(
@@ -113,12 +128,9 @@ def create_mnemon_tools(
             handle_tool_error=True,
         )
 
-    async def arecall(**a: Any) -> Any:
-        return (await amem.retrieve(**a)).compact()  # the CLI's default shape, as the sync tool gives
-
     return [
         tool("remember", REMEMBER_DOC, RememberArgs,
              lambda **a: mem.remember(**a, source=source), lambda **a: amem.remember(**a, source=source)),
-        tool("recall", RECALL_DOC, RecallArgs, lambda **a: mem.retrieve(**a).compact(), arecall),
+        tool("recall", RECALL_DOC, RecallArgs, mem.recall, amem.recall),
         tool("link", LINK_DOC, LinkArgs, mem.link, amem.link),
     ]

@@ -17,8 +17,8 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import chunks, hit_metadata, open_memory, recall_hits
-from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN
+from mnemon_core.faces import chunks, hit_metadata, hit_text, open_memory, recall_hits
+from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, RecallInput
 
 # Roles whose flushed messages are remembered: what the user and the assistant said, not system prompts or
 # tool traffic.
@@ -34,7 +34,8 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
     memory = Memory.from_defaults(session_id="u1", token_limit=40_000, memory_blocks=[block])
     ```
     Each flushed message becomes one insight (several when longer than mnemon's 8000-byte limit) whose
-    source is the message's role. The block's text is one memory per line, `- [category] content`.
+    source is the message's role. The block's text is one memory per line, `- [category] content`; with
+    `max_tokens` only the memories `recall --max-tokens` shows, a long one as its best-matching passage.
     """
 
     name: str = Field(default="mnemon", description="the block's name in the memory template")
@@ -49,6 +50,7 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
     )
     intent: str | None = Field(default=None, description="force a recall intent instead of detecting it")
     category: str | None = Field(default=None, description="only recall memories of this category")
+    max_tokens: int | None = Field(default=None, description=RecallInput.model_fields["max_tokens"].description)
     roles: list[str] = Field(default_factory=lambda: list(DEFAULT_ROLES), description="roles to remember")
     save_category: str = Field(default="general", description="category of what the block remembers")
     importance: int = Field(
@@ -73,7 +75,8 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
         if not query:
             return ""
         _, amem = self._twins()
-        result = await amem.retrieve(query, limit=self.similarity_top_k, intent=self.intent, category=self.category)
+        result = await amem.retrieve(query, limit=self.similarity_top_k, intent=self.intent, category=self.category,
+                                     max_tokens=self.max_tokens)
         return format_hits(recall_hits(result))
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -103,6 +106,6 @@ def format_hits(hits: list[dict[str, Any]]) -> str:
     lines = []
     for hit in hits:
         meta = hit_metadata(hit)
-        content = (hit.get("insight") or {}).get("content", "")
+        content = hit_text(hit)
         lines.append(f"- [{meta['category']}] {content}" if meta["category"] else f"- {content}")
     return "\n".join(lines)

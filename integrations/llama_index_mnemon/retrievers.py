@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import hit_metadata, open_memory, recall_hits
+from mnemon_core.faces import hit_metadata, hit_text, open_memory, recall_hits
 
 # What an LLM sees of a node besides its text: when and what kind; the rest is for code.
 LLM_METADATA_KEYS = ("category", "created_at")
@@ -21,7 +21,8 @@ class MnemonRetriever(BaseRetriever):
     """Recall from a mnemon memory: each hit becomes a `NodeWithScore` holding a `TextNode` whose text is the
     insight, whose id is the insight's id and whose metadata holds `id`, `category`, `importance`, `score`,
     `intent`, `via`, `signals`, `created_at` (then `tags`, `entities`, `source`). An LLM sees the text with
-    its category and date; the other keys are for code.
+    its category and date; the other keys are for code. With `max_tokens` only the memories
+    `recall --max-tokens` shows, a long one as its best-matching passage (`truncated: True` in its metadata).
 
     ```python
     retriever = MnemonRetriever(Memory(), similarity_top_k=5)
@@ -40,6 +41,7 @@ class MnemonRetriever(BaseRetriever):
         intent: str | None = None,
         category: str | None = None,
         source: str | None = None,
+        max_tokens: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -50,6 +52,7 @@ class MnemonRetriever(BaseRetriever):
         self.intent = intent
         self.category = category
         self.source = source
+        self.max_tokens = max_tokens
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property
@@ -58,7 +61,7 @@ class MnemonRetriever(BaseRetriever):
 
     def _recall_args(self) -> dict[str, Any]:
         return {"limit": self.similarity_top_k, "intent": self.intent, "category": self.category,
-                "source": self.source}
+                "source": self.source, "max_tokens": self.max_tokens}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return to_nodes(recall_hits(self._sync.retrieve(query_bundle.query_str, **self._recall_args())))
@@ -72,7 +75,7 @@ def to_nodes(hits: Sequence[dict[str, Any]]) -> list[NodeWithScore]:
     for hit in hits:
         meta = hit_metadata(hit)
         node = TextNode(
-            id_=meta["id"], text=(hit.get("insight") or {}).get("content", ""), metadata=meta,
+            id_=meta["id"], text=hit_text(hit), metadata=meta,
             excluded_llm_metadata_keys=[k for k in meta if k not in LLM_METADATA_KEYS],
             excluded_embed_metadata_keys=list(meta),
         )

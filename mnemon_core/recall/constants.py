@@ -108,6 +108,14 @@ SPARSE_HINT = "sparse_results"
 DETAIL_COMMAND = "mnemon show <id>"
 RECALL_LIMIT = 10
 
+# What the agent reads within a token budget (`recall --max-tokens N`, budget.py), in tokens of e5's tokenizer.
+MAX_TOKENS_MIN = 150  # the envelope (~30 tokens), one memory's (its id, confidence: ~45) and a passage worth reading
+MAX_TOKENS_MAX = 100_000
+PASSAGE_TOKENS = 128  # a memory longer than this (or than a PASSAGE_SHARE-th of the budget) is shown as a passage
+PASSAGE_SHARE = 10
+MIN_PASSAGE_TOKENS = 32  # the last memory is shown as a shorter passage only when at least this much is left
+ELLIPSIS = "…"  # where a passage was cut from its memory
+
 # Anchor labels (`via` of an anchor); a node reached by the beam is labelled with the edge type instead.
 VIA_KEYWORD = "keyword"
 VIA_VECTOR = "vector"

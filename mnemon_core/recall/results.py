@@ -23,6 +23,8 @@ from .constants import CONFIDENCE_HIGH, CONFIDENCE_LOW, DETAIL_COMMAND, EXCERPT_
 __all__ = [
     "BriefHit",
     "BriefRecallResult",
+    "BudgetHit",
+    "BudgetRecallResult",
     "RecallHit",
     "RecallMeta",
     "RecallResult",
@@ -95,8 +97,11 @@ class RecallResult(OmitEmpty):
     meta: RecallMeta | None = Field(default=None, exclude=True)
 
 
+PASSAGE = "the memory's best-matching passage, … where it was cut; `show <id>` gives the whole"
+
+
 class VerboseHit(OmitEmpty):
-    _omit_empty = frozenset({"via", "superseded"})
+    _omit_empty = frozenset({"via", "superseded", "passage"})
 
     insight: Insight
     score: float
@@ -104,6 +109,7 @@ class VerboseHit(OmitEmpty):
     via: str = ""
     signals: Signals
     superseded: bool = False
+    passage: str = Field(default="", description=f"within a token budget: {PASSAGE} (empty: shown whole)")
     confidence: str = Field(
         default="", exclude=True, description="the recipe's label for this hit; empty: from the rounded score"
     )
@@ -116,6 +122,16 @@ class VerboseRecallResult(BaseModel):
 
     results: list[VerboseHit]
     meta: RecallMeta
+
+    def budgeted(self) -> BudgetRecallResult:
+        """What an agent reads within a token budget (`recall --max-tokens N`; `budget.fit` chooses the hits and
+        their passages): each memory's id, its content or passage, and its confidence."""
+        hits = [
+            BudgetHit(id=h.insight.id, content=h.passage or h.insight.content, truncated=bool(h.passage),
+                      confidence=h.confidence or confidence(round_score(h.score)), superseded=h.superseded)
+            for h in self.results
+        ]
+        return BudgetRecallResult(results=hits, hint=self.meta.hint, no_match=self.meta.no_match, meta=self.meta)
 
     def compact(self) -> RecallResult:
         """The default shape: what an agent needs of each hit (`recall`'s JSON)."""
@@ -146,6 +162,31 @@ class VerboseRecallResult(BaseModel):
             results=hits, hint=self.meta.hint, no_match=self.meta.no_match,
             detail_command=DETAIL_COMMAND if hits else "", meta=self.meta,
         )
+
+
+class BudgetHit(OmitEmpty):
+    """One memory within a token budget: what the agent reads of it and the id that gives the rest."""
+
+    _omit_empty = frozenset({"truncated", "superseded"})
+
+    id: str
+    content: str = Field(description=f"the memory whole, or {PASSAGE}")
+    confidence: str = Field(description='"low", "medium" or "high", as in the compact shape')
+    truncated: bool = Field(default=False, description="content is a passage of the memory")
+    superseded: bool = Field(default=False, description="another insight claims to replace this one")
+
+
+class BudgetRecallResult(OmitEmpty):
+    """`recall --max-tokens N`: the best results in rank order whose printed JSON is at most N tokens (e5's
+    tokenizer, `budget.py`). The ranking's details (score, intent, via, importance, category: ~50 tokens a
+    memory) are left out so the budget goes to what the memories say."""
+
+    _omit_empty = frozenset({"hint", "no_match"})
+
+    results: list[BudgetHit]
+    hint: str = Field(default="", description=HINT)
+    no_match: bool = Field(default=False, description=NO_MATCH)
+    meta: RecallMeta | None = Field(default=None, exclude=True)
 
 
 class BriefHit(BaseModel):
