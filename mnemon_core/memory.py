@@ -312,8 +312,14 @@ class Memory:
         `replaced_id` as the spec has it), so `show <id>` finds it."""
         with self._writing(now):
             self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
+            held = self.store.get_insight(existing)
+        # What the holder is (None: forgotten by another process since it was found); zeros for what was not done.
+        about = {} if held is None else {
+            "category": held.category, "importance": held.importance, "tags": held.tags, "entities": held.entities,
+            "created_at": held.created_at, "effective_importance": round(held.effective_importance, 4),
+        }
         return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
-                              replaced_id=existing)
+                              replaced_id=existing, **about)
 
     # ------------------------------------------------------------------ recall
 

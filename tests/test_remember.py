@@ -69,7 +69,14 @@ def test_exact_duplicate_is_skipped_with_existing_id(mem: Memory) -> None:
     assert again.action == "skipped"
     assert again.diff_suggestion == "DUPLICATE"
     assert again.id == again.replaced_id == first.id  # the insight that holds the text, not a new id
-    assert list(again.model_dump(mode="json")) == ["id", "content", "action", "diff_suggestion", "replaced_id"]
+    # The same keys as an added result, and `replaced_id` (docs/departures.md): the holder's category and
+    # importance, zeros and empty lists for what the call did not do.
+    assert list(again.model_dump(mode="json")) == [*first.model_dump(mode="json"), "replaced_id"]
+    dumped = again.model_dump(mode="json")
+    assert (dumped["category"], dumped["importance"], dumped["created_at"]) == ("decision", 3, first.created_at)
+    assert dumped["edges_created"] == {"temporal": 0, "entity": 0, "causal": 0, "semantic": 0}
+    assert (dumped["semantic_candidates"], dumped["causal_candidates"], dumped["auto_pruned_ids"]) == ([], [], [])
+    assert (dumped["embedded"], dumped["auto_pruned"]) == (False, 0)
     assert mem.status().total_insights == 1
     log = mem.log()
     assert [(e.operation, e.insight_id) for e in log] == [("diff-skip", first.id), ("remember", first.id)]
