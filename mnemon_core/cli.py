@@ -642,6 +642,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     except Exception as e:  # the one error boundary
         from .config import debug
         from .errors import fault_message
+        from .redact import redact
 
         message = fault_message(e)
         if message is None:
@@ -650,7 +651,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
             import traceback
 
             traceback.print_exc()
-        print(f"Error: {printable(message)}", file=sys.stderr)
+        print(f"Error: {printable(redact(message))}", file=sys.stderr)
         return 1
     return 0
 

@@ -48,6 +48,7 @@ from .models import (
     SemanticCandidate,
     StatusResult,
 )
+from .redact import redact
 from .store import Filters, Store, open_store
 from .text import terms, token_set, tokens_of
 from .timeutil import iso
@@ -154,7 +155,7 @@ class Memory:
         call = once.current()
         if self._warned_in is not call:
             self._warned_in = call
-            print(f"mnemon: warning: {message}", file=sys.stderr)
+            print(f"mnemon: warning: {redact(message)}", file=sys.stderr)
 
     def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
         """Vectors for texts, or None (with one warning) when the embedder is off or failing."""

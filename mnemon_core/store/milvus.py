@@ -29,6 +29,7 @@ import numpy as np
 from ..config import Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Insight
+from ..redact import redact
 from . import base
 from .base import DumpRow, Store
 from .vectors import AnsweredAnn, VectorCache, encode, normalise
@@ -62,12 +63,12 @@ def _pymilvus() -> Any:
 def client(url: str) -> Any:
     """The process's client of a Milvus URL."""
     if not url.startswith(SCHEMES):
-        raise StoreError(f"MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got {url!r}")
+        raise StoreError(f"MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got {redact(url)!r}")
     target = url
     if url.startswith("milvus://"):
         target = url[len("milvus://"):]
         if not target.startswith("/") or not target.endswith(".db"):
-            raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {url!r}")
+            raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {redact(url)!r}")
     pymilvus = _pymilvus()
     for name in ("pymilvus", "milvus_lite"):  # their warnings (one per scan: "failed to get mvccTs …") are not ours
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -77,7 +78,7 @@ def client(url: str) -> Any:
             try:
                 c = _clients[url] = pymilvus.MilvusClient(target)
             except Exception as e:  # noqa: BLE001 - pymilvus raises its own and grpc's errors
-                raise StoreError(f"cannot open Milvus at {url}: {_first_line(e)}") from e
+                raise StoreError(f"cannot open Milvus at {redact(url)}: {_first_line(e)}") from e
         return c
 
 
@@ -297,7 +298,7 @@ class WithVectors:
             try:
                 self.milvus.upsert([(k, m, v, a) for k, (m, v, a) in rows.items()])
             except Exception as e:  # noqa: BLE001 - the store's transaction rolls back with it
-                raise StoreError(f"cannot write vectors to Milvus at {self.milvus.url}: {_first_line(e)}") from e
+                raise StoreError(f"cannot write vectors to Milvus at {redact(self.milvus.url)}: {_first_line(e)}") from e
             for key, (ns, seen) in self._seen.items():  # this write is in the caches already (`_write`)
                 if seen == before:
                     self._seen[key] = (ns, before + 1)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 import threading
 from collections import Counter
@@ -45,6 +44,7 @@ import numpy as np
 from ..config import OplogRetention, Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
+from ..redact import redact
 from ..text import document, terms
 from . import base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
@@ -134,11 +134,6 @@ DIALECT = Dialect(
     mapping=lambda v: v or {}, json_text=lambda col, key: f"{col}->>'{key}'",
     fold=_ascii_lower,  # SQLite's LIKE folds ASCII letters only; translate() does exactly that, whatever the locale
 )
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for `status` and messages."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", url)
 
 
 # ---------------------------------------------------------------------------------------------- migrations
