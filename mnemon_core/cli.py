@@ -165,7 +165,10 @@ def printable(text: str) -> str:
 
 
 def format_log(entries: Sequence[Any]) -> str:
-    """Text table like Go's tabwriter (2-space padding), newest first."""
+    """Text table like Go's tabwriter (2-space padding), newest first; an insight id as its first ID_PREFIX_MIN
+    characters, which every command that takes an id accepts."""
+    from .inputs import ID_PREFIX_MIN
+
     if not entries:
         return "No operations recorded yet.\n"
     rows = [("TIME", "OP", "INSIGHT", "DETAIL"), ("----", "--", "-------", "------")]
@@ -173,7 +176,7 @@ def format_log(entries: Sequence[Any]) -> str:
         detail = printable(e.detail.replace("\n", " "))
         if len(detail.encode()) > 60:
             detail = detail[:57] + "..."
-        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:8]), detail))
+        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:ID_PREFIX_MIN]), detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
     return "\n".join(line.rstrip() for line in lines) + "\n"

@@ -23,7 +23,10 @@ from .config import UNSET, Settings
 from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
-from .inputs import EXCERPT_CHARS, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH, SEARCH_LIMIT
+from .inputs import (
+    AMBIGUOUS_SHOWN, EXCERPT_CHARS, ID_CHARS, ID_PREFIX_MIN, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH,
+    SEARCH_LIMIT,
+)
 from .models import (
     REVERSE_KEY,
     REVERSE_VALUE,
@@ -144,6 +147,22 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def resolve_id(self, id: str, field: str = "id") -> str:
+        """The insight id a caller means: `id` itself, or the one active insight whose id starts with it when it
+        is shorter than an id and has at least ID_PREFIX_MIN characters (what `log` shows). A prefix of several
+        insights is refused, naming them; one of none is returned as given (the caller says it is not found)."""
+        validate_text(id, field)
+        if not ID_PREFIX_MIN <= len(id) < ID_CHARS or not id.isascii():
+            return id
+        found = self.store.ids_starting(id, AMBIGUOUS_SHOWN + 1)
+        if id in found or not found:
+            return id
+        if len(found) == 1:
+            return found[0]
+        many = f"at least {len(found)}" if len(found) > AMBIGUOUS_SHOWN else str(len(found))
+        raise ValidationError(f'ambiguous id prefix "{id}": it starts {many} insights '
+                              f'({", ".join(found[:AMBIGUOUS_SHOWN])}); give more of the id', field=field)
 
     def _writable(self, action: str) -> None:
         if self.settings.readonly:
@@ -385,7 +404,8 @@ class Memory:
         from .recall.config import recipe as recipe_named
         from .recall.pipeline import scope_of
 
-        validate_text(query, "query")
+        if not validate_text(query, "query").strip():  # as for remember: nothing to look for is a mistake
+            raise ValidationError("query must not be empty", field="query")
         if intent is not None:
             validate_text(intent, "intent")
         check_limit(limit)
@@ -457,7 +477,7 @@ class Memory:
         if status:
             return embed_ops.status(self._context())
         if id:
-            return embed_ops.embed_one(self._context(), validate_text(id, "id"))
+            return embed_ops.embed_one(self._context(), self.resolve_id(id))
         if all:
             return embed_ops.backfill(self._context())
         raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
@@ -475,8 +495,8 @@ class Memory:
         created_by: str | None = None,
     ) -> LinkResult:
         self._writable("link")
-        validate_text(source_id, "source_id")
-        validate_text(target_id, "target_id")
+        source_id = self.resolve_id(source_id, "source_id")
+        target_id = self.resolve_id(target_id, "target_id")
         try:
             etype = EdgeType(str(type).strip().lower())
         except ValueError:
@@ -513,7 +533,7 @@ class Memory:
 
     def forget(self, id: str) -> ForgetResult:
         self._writable("forget")
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
@@ -525,7 +545,7 @@ class Memory:
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
@@ -582,7 +602,7 @@ class Memory:
 
     def related(self, id: str, *, edge_type: str | None = None, depth: int = RELATED_DEPTH) -> list[RelatedHit]:
         """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         check_limit(depth, "--depth")
         etype = None
         if edge_type:
@@ -651,7 +671,7 @@ class Memory:
     def gc_keep(self, id: str) -> GcKeepResult:
         """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""
         self._writable("gc --keep")
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
@@ -670,7 +690,8 @@ class Memory:
 
     def get(self, id: str) -> Insight:
         """The active insight `id`, read without counting an access (unlike `show`)."""
-        ins = self.store.get_insight(validate_text(id, "id"))
+        id = self.resolve_id(id)
+        ins = self.store.get_insight(id)
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         return ins

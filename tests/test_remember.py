@@ -18,17 +18,17 @@ def db_exists(mem: Memory) -> bool:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"content": "x" * 8001}, "content too long (8001 chars, max 8000); consider chunking into multiple remember calls"),
-        ({"content": "记" * 2700}, "content too long (8100 chars, max 8000); consider chunking into multiple remember calls"),
+        ({"content": "x" * 8001}, "content too long (8001 bytes, max 8000); consider chunking into multiple remember calls"),
+        ({"content": "记" * 2700}, "content too long (8100 bytes, max 8000); consider chunking into multiple remember calls"),
         ({"content": ""}, "content must not be empty"),
         ({"content": "   \n\t"}, "content must not be empty"),
         ({"category": "narrative"}, 'invalid category "narrative"; valid: preference, decision, fact, insight, context, general'),
         ({"importance": 0}, "importance must be 1-5, got 0"),
         ({"importance": 6}, "importance must be 1-5, got 6"),
         ({"tags": ",".join(f"t{i}" for i in range(21))}, "too many tags (21, max 20)"),
-        ({"tags": ["a" * 101]}, "tag too long (101 chars, max 100): " + "a" * 50),
+        ({"tags": ["a" * 101]}, "tag too long (101 bytes, max 100): " + "a" * 50),
         ({"entities": [f"E{i}" for i in range(51)]}, "too many entities (51, max 50)"),
-        ({"entities": ["é" * 101]}, "entity too long (202 chars, max 200): " + "é" * 50),
+        ({"entities": ["é" * 101]}, "entity too long (202 bytes, max 200): " + "é" * 50),
         ({"entity_mode": "magic"}, 'invalid entity mode "magic"; valid: merge, provided, auto'),
     ],
 )

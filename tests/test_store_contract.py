@@ -178,6 +178,13 @@ def test_insights(filled: Store) -> None:
     assert [i.id for i in s.latest(limit=10, filters=Filters(category="fact", source="Agent2"))] == ["c"]
     assert s.latest_ids(limit=10) == ["d", "c", "b", "a"] and s.latest_ids(limit=2) == ["d", "c"]
     assert s.latest_ids(limit=10, filters=Filters(category="fact", source="Agent2")) == ["c"]
+    # ids_starting: active ids by prefix, in id order, at most limit (a deleted one never)
+    with s.transaction():
+        for id_ in ("abc-2", "abc-1", "abd-1"):
+            s.insert_insight(Insight(id=id_, content=f"prefix {id_}", created_at=T2, updated_at=T2), {"prefix"})
+    s.soft_delete(["abc-2"], T2)
+    assert s.ids_starting("ab", 10) == ["abc-1", "abd-1"] and s.ids_starting("ab", 1) == ["abc-1"]
+    assert (s.ids_starting("abc-", 10), s.ids_starting("abc-2", 10), s.ids_starting("abe", 10)) == (["abc-1"], [], [])
 
 
 def test_writes_to_insights(filled: Store) -> None:

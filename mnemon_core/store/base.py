@@ -120,6 +120,9 @@ class Insights(Protocol):
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         """The active ones among ids."""
         ...
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """The ids of active insights that start with `prefix` (ASCII), in id order, at most `limit`."""
+        ...
     def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """The active ones among ids → (content, category): what a candidate list shows, without the models."""
         ...

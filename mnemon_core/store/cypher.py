@@ -332,6 +332,11 @@ class CypherStore(base.StoreDefaults):
             return None
         return _insight(rows[0])
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        rows = self._q("MATCH (i:Insight) WHERE i.id STARTS WITH $p AND i.deleted_at IS NULL "
+                       "RETURN i.id ORDER BY i.id LIMIT $n", {"p": prefix, "n": limit})
+        return [r[0] for r in rows]
+
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         ids = list(dict.fromkeys(ids))
         if not ids:

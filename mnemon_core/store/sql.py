@@ -210,6 +210,16 @@ class SQLStore(StoreDefaults):
         r = self._one(sql, (id,))
         return self._insight(r) if r else None
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        # A range of the primary key (ids compare byte-wise on both backends): [prefix, prefix with its last
+        # character's successor).
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self._exec(
+            "SELECT id FROM {s}.insights WHERE id >= ? AND id < ? AND {u}deleted_at IS NULL ORDER BY id LIMIT ?",
+            (prefix, upper, limit),
+        )
+        return [r[0] for r in rows]
+
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         out: dict[str, Insight] = {}
         for match, args in self.dialect.any_of(list(dict.fromkeys(ids)), 900):
