@@ -308,6 +308,30 @@ def test_every_edge_problem_is_listed(mem: Memory) -> None:
     )
 
 
+def test_every_bad_edge_is_listed_whatever_else_is_wrong(mem: Memory) -> None:
+    """Issue 37, item 7: an edge with a bad field hid the index problems of the others (they were checked only
+    once every field was valid); now each edge is checked on its own, up to the ten problems shown."""
+    d = draft_of("a", "b", edges=[
+        {"source_index": 0, "target_index": 1, "edge_type": "related"},
+        {"source_index": 0, "target_index": 9, "edge_type": "causal"},
+        {"source_index": 1, "target_index": 1, "edge_type": "causal", "weight": 2},
+    ])
+    d["insights"][1]["importance"] = 9
+    with pytest.raises(ValidationError) as e:
+        mem.import_draft(d)
+    assert str(e.value) == (
+        "insights[1].importance: importance must be 1-5, got 9; "
+        'edges[0].edge_type: invalid edge type "related"; valid: temporal, semantic, causal, entity, supersedes; '
+        "edges[1].target_index: index 9 out of range (the draft has 2 insights); "
+        "edges[2].target_index: must differ from source_index (1); "
+        "edges[2].weight: weight must be between 0.0 and 1.0, got 2.00"
+    )
+    d = draft_of("a", edges=[{"source_index": 0, "target_index": k, "edge_type": "causal"} for k in range(1, 14)])
+    with pytest.raises(ValidationError) as e:
+        mem.import_draft(d)
+    assert str(e.value).count("out of range") == 10 and str(e.value).endswith("; … and 3 more")
+
+
 def test_cli_rejects_with_one_line_and_writes_nothing(cli, tmp_path: Path, data_dir: Path) -> None:
     path = write(tmp_path, bad(ins(3 - 2, tags=[f"t{i}" for i in range(21)])))
     r = cli("import", str(path))
