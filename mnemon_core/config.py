@@ -82,6 +82,12 @@ def default_data_dir() -> Path:
     return Path(home) / ".mnemon"
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as text that stays valid UTF-8 wherever it is printed (JSON, a terminal): a byte of a file name
+    that is not UTF-8, which Python holds as a lone surrogate, becomes its escape (`caf\\xe9`)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def make_private_dirs(path: Path) -> None:
     """Create `path` and its missing parents as directories of this user's only (0700): a data directory holds
     memory text, and the resident engine trusts a socket only in a directory no one else may write."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import lifecycle, once, related
-from .config import UNSET, Settings
+from .config import UNSET, Settings, shown_path
 from .context import Context
 from .embed import Embedder, get_embedder
 from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
@@ -624,7 +624,7 @@ class Memory:
         retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
-            by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
+            by_category=store.count_by_category(), db_path=shown_path(store.location), db_size_bytes=store.size_bytes(),
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
             graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
@@ -638,10 +638,10 @@ class Memory:
         if state is None:
             return None
         if not isinstance(state, GraphIndex):
-            return GraphIndexStatus(path=str(state.path), state="rejected", reason=state.reason)
+            return GraphIndexStatus(path=shown_path(state.path), state="rejected", reason=state.reason)
         counter = store.graph_version()[0]
         return GraphIndexStatus(
-            path=str(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
+            path=shown_path(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
             built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
             behind=counter - state.counter,
         )

@@ -10,6 +10,7 @@ import hashlib
 import os
 import sqlite3
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -299,6 +300,22 @@ def test_invalid_utf8_bytes_on_a_real_command_line(data_dir: Path, seeded) -> No
     before = file_digests(data_dir)
     one_error(run_cli("remember", BAD), "content is not valid UTF-8 text (byte 0xff at character 4)")  # b"\xff"
     assert file_digests(data_dir) == before
+
+
+def test_a_data_dir_that_is_not_utf8_is_escaped_in_status(tmp_path: Path, cli_both_ways) -> None:
+    """Issue 37, item 7: a data-dir path with a byte that is not UTF-8 put that raw byte into `status` JSON (not
+    UTF-8, so not JSON a strict reader takes); it is shown as its escape, through the engine too."""
+    import json
+
+    raw = os.fsencode(tmp_path) + b"/caf\xe9-data"
+    env = {"MNEMON_DATA_DIR": os.fsdecode(raw)}
+    assert run_cli("remember", "a memory in a strange place", env=env).code == 0
+    for _ in range(2):  # the second one served by the engine, once it runs
+        proc = subprocess.run([sys.executable, "-m", "mnemon_core", "status"], capture_output=True,
+                              env={**os.environ, **env}, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        status = json.loads(proc.stdout.decode("utf-8"))  # strict UTF-8: a raw byte fails here
+        assert status["db_path"] == f"{tmp_path}/caf\\xe9-data/data/default/mnemon.db"
 
 
 @pytest.mark.parametrize(
