@@ -22,7 +22,7 @@ from . import lifecycle, once, related
 from .config import UNSET, Settings, shown_path
 from .context import Context
 from .embed import Embedder, get_embedder
-from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .inputs import (
     AMBIGUOUS_SHOWN, EXCERPT_CHARS, ID_CHARS, ID_PREFIX_MIN, LINK_WEIGHT, LOG_LIMIT, RECALL_LIMIT, RELATED_DEPTH,
     SEARCH_LIMIT,
@@ -52,7 +52,7 @@ from .models import (
     StatusResult,
 )
 from .redact import redact
-from .store import Filters, Store, open_store
+from .store import Access, Filters, Store, open_store
 from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
@@ -243,9 +243,10 @@ class Memory:
 
     def _log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
         """One oplog row; rows written through MCP say so."""
-        if self.settings.origin == "mcp":
-            detail = f"origin=mcp {detail}".rstrip()
-        self.store.log(operation, insight_id, detail, now)
+        self.store.log(operation, insight_id, self._logged(detail), now)
+
+    def _logged(self, detail: str) -> str:
+        return f"origin=mcp {detail}".rstrip() if self.settings.origin == "mcp" else detail
 
     def _context(self) -> Context:
         """What a pipeline gets of this Memory: its settings, its store and embedder (opened on first use), and
@@ -585,18 +586,19 @@ class Memory:
         return out
 
     def _accessed(self, ids: list[str], op: str, detail: str, insight_id: str | None = None) -> None:
-        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly).
-        Best effort: a read must answer, so when the write lock stays taken past the busy timeout the read
-        goes without its bump (one warning), and a caller who may not write at all passes --readonly."""
+        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly). A
+        read never waits for the write lock: when a writer holds it, the store keeps the access for its next
+        write transaction (`Store.record_access`). Counted once, also when the engine's answer was lost and
+        the call runs again (the request id is the access's key). Only an access that can be neither applied
+        nor kept is lost, with one warning."""
         if self.settings.readonly:
             return
         now, _ = self._now()
+        request = once.current()
+        access = Access(key=request.id if request is not None else None, ids=tuple(ids), at=now, operation=op,
+                        insight_id=insight_id, detail=self._logged(detail))
         try:
-            with self._writing(now) as store:
-                store.touch(ids, now)
-                self._log(op, insight_id, detail, now)
-        except AlreadyDone:  # the rerun of a read the engine answered: its access is counted already
-            pass
+            self.store.record_access(access)
         except StoreError as e:
             self._warn(f"access not recorded: {e}")
 

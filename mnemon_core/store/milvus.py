@@ -68,7 +68,8 @@ def client(url: str) -> Any:
     if url.startswith("milvus://"):
         target = url[len("milvus://"):]
         if not target.startswith("/") or not target.endswith(".db"):
-            raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {redact(url)!r}")
+            raise StoreError(
+                f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {redact(url)!r}")
     pymilvus = _pymilvus()
     for name in ("pymilvus", "milvus_lite"):  # their warnings (one per scan: "failed to get mvccTs …") are not ours
         logging.getLogger(name).setLevel(logging.ERROR)
@@ -298,7 +299,8 @@ class WithVectors:
             try:
                 self.milvus.upsert([(k, m, v, a) for k, (m, v, a) in rows.items()])
             except Exception as e:  # noqa: BLE001 - the store's transaction rolls back with it
-                raise StoreError(f"cannot write vectors to Milvus at {redact(self.milvus.url)}: {_first_line(e)}") from e
+                raise StoreError(
+                    f"cannot write vectors to Milvus at {redact(self.milvus.url)}: {_first_line(e)}") from e
             for key, (ns, seen) in self._seen.items():  # this write is in the caches already (`_write`)
                 if seen == before:
                     self._seen[key] = (ns, before + 1)

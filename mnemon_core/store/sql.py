@@ -40,6 +40,10 @@ WRITE_LOCK_TIMEOUT_S = 60
 REQUEST_KEEP_S = 86400.0
 
 
+class Busy(Exception):
+    """A transaction asked not to wait (`record_access`) found another writer holding the store's write lock."""
+
+
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
     """`items` in slices small enough for one statement's bound parameters, each with its `?,?,…` list."""
     for i in range(0, len(items), size):
