@@ -378,7 +378,8 @@ def _setup(a: argparse.Namespace) -> None:
 
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
-    from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+    from .config import env_count
+    from .hosts.hooks import NUDGE_EVERY, run  # the standard library only: hosts run this on every prompt
     from .hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
@@ -397,7 +398,8 @@ def _hook(a: argparse.Namespace) -> None:
         command += ["--data-dir", os.path.abspath(a.data_dir)]
     if a.store:
         command += ["--store", a.store]
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command))
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command,
+                         lambda: env_count("MNEMON_NUDGE_EVERY", NUDGE_EVERY)))
 
 
 # ---------------------------------------------------------------- parser

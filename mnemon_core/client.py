@@ -47,7 +47,7 @@ ENGINE_VARIABLES = frozenset({
     "MNEMON_DEBUG",
     "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
     "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
-    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS",
+    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS", "MNEMON_NUDGE_EVERY",
 })
 # Global flags that take a value (so the value is not taken for the command).
 VALUE_FLAGS = frozenset({"--data-dir", "--store", "--embed-model", "--database-url"})

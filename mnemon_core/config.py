@@ -145,6 +145,14 @@ def _env_int(name: str, default: int) -> int:
         raise ValidationError(f"{name} must be an integer, got {v}", field=name) from None
 
 
+def env_count(name: str, default: int) -> int:
+    """A variable that holds a count: an integer, 0 or more (`default` when unset)."""
+    n = _env_int(name, default)
+    if n < 0:
+        raise ValidationError(f"{name} must be 0 or more, got {n}", field=name)
+    return n
+
+
 @dataclass(frozen=True)
 class OplogRetention:
     """What the oplog keeps: rows younger than `max_age_s`, and of those at most the newest `max_rows`;
@@ -160,9 +168,7 @@ class OplogRetention:
     @classmethod
     def from_env(cls) -> OplogRetention:
         age = _env("MNEMON_OPLOG_MAX_AGE")
-        rows = _env_int("MNEMON_OPLOG_MAX_ROWS", DEFAULT_OPLOG_MAX_ROWS)
-        if rows < 0:
-            raise ValidationError(f"MNEMON_OPLOG_MAX_ROWS must be 0 or more, got {rows}", field="MNEMON_OPLOG_MAX_ROWS")
+        rows = env_count("MNEMON_OPLOG_MAX_ROWS", DEFAULT_OPLOG_MAX_ROWS)
         max_age = parse_duration(age, "MNEMON_OPLOG_MAX_AGE") if age is not None else DEFAULT_OPLOG_MAX_AGE_S
         return cls(max_age_s=max_age, max_rows=rows)
 
