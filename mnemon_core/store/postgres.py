@@ -646,18 +646,11 @@ class PostgresStore(SQLStore):
         for r in sorted(rows):
             base.apply_access(self, base.Access(r[1], tuple(r[2]), r[3], r[4], r[5], r[6]))
 
-    def record_access(self, access: base.Access) -> bool:
-        """Applied at once when the store's advisory lock is free, else a row of `pending_accesses` (an insert
-        waits for no lock) that the next write transaction of any client applies."""
-        try:
-            with self._transaction(wait=False):
-                base.apply_access(self, access)
-            return True
-        except Busy:
-            pass
+    def _keep(self, access: base.Access) -> None:
+        """A row of `pending_accesses` (an insert waits for no lock), for the next write transaction of any
+        client."""
         self._exec("INSERT INTO {s}.pending_accesses (key, ids, at, operation, insight_id, detail) "
                    "VALUES (%s, %s, %s, %s, %s, %s)", (access.key, list(access.ids), *access[2:]))
-        return False
 
     def _changed(self, active: int = 0, graph: Iterable[str] = (), stems: int = 0) -> None:
         """Count a change (active insights, their stemmed terms, the graph: the insights it touched): applied

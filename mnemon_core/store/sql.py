@@ -23,7 +23,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
-from .base import NO_FILTERS, AnnSearch, Filters, StoreDefaults
+from .base import NO_FILTERS, Access, AnnSearch, Filters, StoreDefaults, apply_access
 from . import gindex, vecfile
 from .vectors import VectorCache, nearest
 
@@ -554,6 +554,25 @@ class SQLStore(StoreDefaults):
         """The database this store opened is no longer the one its settings name (a file store's file removed or
         restored over); a server's database stays the same."""
         return False
+
+    def record_access(self, access: Access) -> bool:
+        """Applied at once in a transaction of its own when the write lock is free, else kept (`_keep`) for the
+        next write transaction, which applies it first: never waits for another writer."""
+        try:
+            with self._transaction(wait=False):
+                apply_access(self, access)  # type: ignore[arg-type]
+            return True
+        except Busy:
+            self._keep(access)
+            return False
+
+    def _transaction(self, *, wait: bool) -> AbstractContextManager[None]:
+        """`transaction()`, or with `wait=False` `Busy` when another writer holds the store's write lock."""
+        raise NotImplementedError
+
+    def _keep(self, access: Access) -> None:
+        """Keep an access beside the store for its next write transaction, taking no lock of the database."""
+        raise NotImplementedError
 
     def claim_request(self, request_id: str, now: str) -> bool:
         """Record a served call's request id in the open write transaction (`once.py`); False when it is there

@@ -452,9 +452,12 @@ class SQLiteStore(SQLStore):
 
     @contextmanager
     def _transaction(self, *, wait: bool) -> Iterator[None]:
-        """`transaction()`; with `wait=False` an outermost call that finds the write lock taken raises `Busy` at
-        once. The outermost call first applies the accesses that reads left pending (`record_access`)."""
-        with self._lock:
+        """`transaction()`; with `wait=False` a call that finds the write lock taken (this store object's, then
+        the database's) raises `Busy` at once. The outermost call first applies the accesses that reads left
+        pending (`record_access`)."""
+        if not self._lock.acquire(blocking=wait):
+            raise Busy
+        try:
             name = f"sp{self._depth}"
             if self._depth == 0:
                 self._begin(wait)
@@ -505,6 +508,8 @@ class SQLiteStore(SQLStore):
                     self._pending.applied()
                 else:
                     self.db.execute(f"RELEASE {name}")
+        finally:
+            self._lock.release()
 
     def _begin(self, wait: bool = True) -> None:
         try:
@@ -610,24 +615,13 @@ class SQLiteStore(SQLStore):
             [(inc, now, i) for i in ids],
         )
 
-    def record_access(self, access: base.Access) -> bool:
-        """Applied at once when the write lock is free (this store object's, then the database's), else kept in
-        the file beside the database (`accessfile.py`) for the next write transaction of any process."""
-        if self._lock.acquire(blocking=False):
-            try:
-                with self._transaction(wait=False):
-                    base.apply_access(self, access)
-                return True
-            except Busy:
-                pass
-            finally:
-                self._lock.release()
+    def _keep(self, access: base.Access) -> None:
+        """In the file beside the database (`accessfile.py`), for the next write transaction of any process."""
         try:
             self._pending.add(access)
         except OSError as e:
             raise StoreError(f"cannot keep the access for the next writer in {self._pending.path}: {e.strerror}",
                              path=str(self.path)) from e
-        return False
 
     def set_effective_importance(self, values: dict[str, float]) -> None:
         self.db.executemany(
