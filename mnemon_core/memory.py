@@ -626,7 +626,8 @@ class Memory:
         retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
-            by_category=store.count_by_category(), db_path=shown_path(store.location), db_size_bytes=store.size_bytes(),
+            by_category=store.count_by_category(), db_path=shown_path(store.location),
+            db_size_bytes=store.size_bytes(),
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
             graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],

@@ -32,7 +32,16 @@ PROCESS_VARIABLES = (
     "TMPDIR", "TMP", "TEMP", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
     "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
 )
-# What else the engine's process starts with, besides the served commands' variables (`client.ENGINE_VARIABLES`)
+# What a served call sends of its environment: the variables the served commands read (config.py's settings
+# and the embedders'), nothing else: not an LLM key, not a proxy password.
+ENGINE_VARIABLES = frozenset({
+    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_VECTOR_URL", "MNEMON_SESSION",
+    "MNEMON_DEBUG",
+    "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
+    "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
+    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS", "MNEMON_NUDGE_EVERY",
+})
+# What else the engine's process starts with, besides the served commands' variables (ENGINE_VARIABLES)
 # and PROCESS_VARIABLES: what Python, the locale and the numeric libraries need to run, and the engine's own idle
 # limit. Nothing more of its starter's environment: an LLM key or a cloud token in the shell that happened to
 # start it has no business in a process that lives on (`/proc/<engine>/environ`).
@@ -357,8 +366,6 @@ def start_engine(real: str, *, after_exit: bool = False) -> None:
 
 def engine_environment(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     """The variables an engine starts with: those it reads, and those its process needs to run."""
-    from .client import ENGINE_VARIABLES
-
     keep = ENGINE_VARIABLES | RUN_VARIABLES | set(PROCESS_VARIABLES)
     return {k: v for k, v in env.items() if k in keep or k.startswith("LC_")}
 

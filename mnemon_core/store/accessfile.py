@@ -99,8 +99,9 @@ def _read(path: Path) -> list[Access]:
     for line in data.splitlines():
         try:
             d = json.loads(line)
+            insight_id = None if d["insight_id"] is None else str(d["insight_id"])
             out.append(Access(key=str(d["key"]), ids=tuple(map(str, d["ids"])), at=str(d["at"]),
-                              operation=str(d["operation"]), insight_id=d["insight_id"], detail=str(d["detail"])))
+                              operation=str(d["operation"]), insight_id=insight_id, detail=str(d["detail"])))
         except (ValueError, KeyError, TypeError):
             continue
     return out

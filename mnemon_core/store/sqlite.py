@@ -33,8 +33,8 @@ from .base import NO_FILTERS, DumpRow, Filters, TokenHit
 from .accessfile import AccessFile
 from .journal import GraphJournal
 from .sql import (
-    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks, json_lists, json_mapping,
-    metadata_json, oplog_trim, where,
+    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks, json_lists,
+    json_mapping, metadata_json, oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
 
