@@ -114,7 +114,7 @@ def replay(draft: Path, run: Path, guards: bool = True) -> dict[str, Any]:
     with ExitStack() as stack:
         if not guards:
             stack.enter_context(mock.patch.object(judge_module, "unrelating", lambda *a: None))
-            stack.enter_context(mock.patch.object(judge_module, "reused_reasons", lambda d: {}))
+            stack.enter_context(mock.patch.object(judge_module, "reused_reasons", lambda d, offered: {}))
         folder = stack.enter_context(tempfile.TemporaryDirectory())
         mem = stack.enter_context(Memory(data_dir=folder, embedder="none"))
         server = stack.enter_context(FakeOpenAIServer(respond))
@@ -135,7 +135,7 @@ def replay(draft: Path, run: Path, guards: bool = True) -> dict[str, Any]:
             "restates another": any(restates(lk["reason"], c, subject_words) for c in others),
             "ends_named": lk["edge_type"] in BOTH_ENDS_TYPES and not all(ends_named(lk["reason"], new, cand,
                                                                                    subject_words)),
-            "reused": reason_key(lk["reason"]) in reused_reasons(said),
+            "reused": reason_key(lk["reason"]) in reused_reasons(said, lambda ref: ref),  # every ref was offered
         }
         rows.append((new, cand, lk, verdict, now.get((new, cand), "not asked")))
     return {"rows": rows, "calls": len(calls), "recorded_pairs": len(decisions),

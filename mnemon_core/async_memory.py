@@ -82,6 +82,7 @@ class AsyncMemory:
     get = _twin(Memory.get, read=True)
     recent = _twin(Memory.recent, read=True)
     candidates = _twin(Memory.candidates, read=True)
+    resolve_id = _twin(Memory.resolve_id, read=True)
     reopen_if_replaced = _twin(Memory.reopen_if_replaced)
 
     async def close(self) -> None:

@@ -156,7 +156,10 @@ def printable(text: str) -> str:
 
 
 def format_log(entries: Sequence[Any]) -> str:
-    """Text table like Go's tabwriter (2-space padding), newest first."""
+    """Text table like Go's tabwriter (2-space padding), newest first; an insight id as its first ID_PREFIX_MIN
+    characters, which every command that takes an id accepts."""
+    from .inputs import ID_PREFIX_MIN
+
     if not entries:
         return "No operations recorded yet.\n"
     rows = [("TIME", "OP", "INSIGHT", "DETAIL"), ("----", "--", "-------", "------")]
@@ -164,7 +167,7 @@ def format_log(entries: Sequence[Any]) -> str:
         detail = printable(e.detail.replace("\n", " "))
         if len(detail.encode()) > 60:
             detail = detail[:57] + "..."
-        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:8]), detail))
+        rows.append((e.created_at, printable(e.operation), printable((e.insight_id or "")[:ID_PREFIX_MIN]), detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
     return "\n".join(line.rstrip() for line in lines) + "\n"
@@ -366,7 +369,8 @@ def _setup(a: argparse.Namespace) -> None:
 
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
-    from .hosts.hooks import run  # the standard library only: hosts run this on every prompt
+    from .config import env_count
+    from .hosts.hooks import NUDGE_EVERY, run  # the standard library only: hosts run this on every prompt
     from .hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
@@ -385,7 +389,8 @@ def _hook(a: argparse.Namespace) -> None:
         command += ["--data-dir", os.path.abspath(a.data_dir)]
     if a.store:
         command += ["--store", a.store]
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command))
+    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command,
+                         lambda: env_count("MNEMON_NUDGE_EVERY", NUDGE_EVERY)))
 
 
 # ---------------------------------------------------------------- parser
@@ -635,6 +640,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
     except Exception as e:  # the one error boundary
         from .config import debug
         from .errors import fault_message
+        from .redact import redact
 
         message = fault_message(e)
         if message is None:
@@ -643,7 +649,7 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
             import traceback
 
             traceback.print_exc()
-        print(f"Error: {printable(message)}", file=sys.stderr)
+        print(f"Error: {printable(redact(message))}", file=sys.stderr)
         return 1
     return 0
 

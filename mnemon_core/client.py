@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .resident import connect, data_dir_of, exchange, start_after, warn
+from .resident import ENGINE_VARIABLES, connect, data_dir_of, exchange, start_after, warn
 
 # The client is the whole start-up cost of a served call: no typing or collections, and paths are strings
 # (pathlib costs a start ~10 ms).
@@ -40,15 +40,6 @@ ENGINE_COMMANDS = frozenset(
     {"remember", "recall", "search", "show", "related", "link", "forget", "gc", "status", "log", "embed", "hook"}
 )
 STDIN_COMMANDS = frozenset({"hook"})  # their standard input (a host's JSON) goes to the engine with the call
-# What a served call sends of its environment: the variables the served commands read (config.py's settings
-# and the embedders'), nothing else: not an LLM key, not a proxy password.
-ENGINE_VARIABLES = frozenset({
-    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_VECTOR_URL", "MNEMON_SESSION",
-    "MNEMON_DEBUG",
-    "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
-    "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
-    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS",
-})
 # Global flags that take a value (so the value is not taken for the command).
 VALUE_FLAGS = frozenset({"--data-dir", "--store", "--embed-model", "--database-url"})
 NO_DAEMON_FLAG = "--no-daemon"

@@ -82,6 +82,12 @@ def default_data_dir() -> Path:
     return Path(home) / ".mnemon"
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as text that stays valid UTF-8 wherever it is printed (JSON, a terminal): a byte of a file name
+    that is not UTF-8, which Python holds as a lone surrogate, becomes its escape (`caf\\xe9`)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def make_private_dirs(path: Path) -> None:
     """Create `path` and its missing parents as directories of this user's only (0700): a data directory holds
     memory text, and the resident engine trusts a socket only in a directory no one else may write."""
@@ -139,6 +145,14 @@ def _env_int(name: str, default: int) -> int:
         raise ValidationError(f"{name} must be an integer, got {v}", field=name) from None
 
 
+def env_count(name: str, default: int) -> int:
+    """A variable that holds a count: an integer, 0 or more (`default` when unset)."""
+    n = _env_int(name, default)
+    if n < 0:
+        raise ValidationError(f"{name} must be 0 or more, got {n}", field=name)
+    return n
+
+
 @dataclass(frozen=True)
 class OplogRetention:
     """What the oplog keeps: rows younger than `max_age_s`, and of those at most the newest `max_rows`;
@@ -154,9 +168,7 @@ class OplogRetention:
     @classmethod
     def from_env(cls) -> OplogRetention:
         age = _env("MNEMON_OPLOG_MAX_AGE")
-        rows = _env_int("MNEMON_OPLOG_MAX_ROWS", DEFAULT_OPLOG_MAX_ROWS)
-        if rows < 0:
-            raise ValidationError(f"MNEMON_OPLOG_MAX_ROWS must be 0 or more, got {rows}", field="MNEMON_OPLOG_MAX_ROWS")
+        rows = env_count("MNEMON_OPLOG_MAX_ROWS", DEFAULT_OPLOG_MAX_ROWS)
         max_age = parse_duration(age, "MNEMON_OPLOG_MAX_AGE") if age is not None else DEFAULT_OPLOG_MAX_AGE_S
         return cls(max_age_s=max_age, max_rows=rows)
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from .errors import NotFoundError, ValidationError
@@ -44,6 +44,7 @@ __all__ = [
 SCHEMA_VERSION = "1"
 DEFAULT_IMPORTANCE = 3  # importance 0 (or absent) means this
 DEFAULT_EDGE_WEIGHT = 0.5  # weight 0 (or absent) means this
+INSIGHT_COUNT = "insights"  # the validation context's key: how many insights the draft holds (`DraftEdge._index`)
 DEFAULT_SOURCE = "import"  # when neither the insight nor the draft names a source
 # A validation error lists at most this many problems on its one line.
 MAX_REPORTED_ERRORS = 10
@@ -182,11 +183,18 @@ class DraftEdge(BaseModel):
 
     @field_validator("source_index", "target_index", mode="before")
     @classmethod
-    def _index(cls, v: Any) -> int:
+    def _index(cls, v: Any, info: ValidationInfo) -> int:
+        """An index into the draft's insights: their number comes as the validation's context (`load_draft`),
+        so each edge is checked on its own and a draft's every bad edge is reported, whatever else is wrong."""
         if not _is_int(v):
             raise ValueError(f"index must be an integer, got {json.dumps(v, ensure_ascii=False)}")
         if v < 0:
             raise ValueError(f"index must not be negative, got {v}")
+        n = (info.context or {}).get(INSIGHT_COUNT)
+        if n is not None and v >= n:
+            raise ValueError(f"index {v} out of range (the draft has {n} insights)")
+        if info.field_name == "target_index" and info.data.get("source_index") == v:
+            raise ValueError(f"must differ from source_index ({v})")
         return v
 
     @field_validator("edge_type", mode="before")
@@ -252,21 +260,6 @@ class ImportDraft(BaseModel):
     def _edges(cls, v: Any) -> Any:
         return [] if v is None else v
 
-    @model_validator(mode="after")
-    def _edge_indices(self) -> ImportDraft:
-        n = len(self.insights)
-        problems: list[str] = []
-        for k, e in enumerate(self.edges):
-            for name in ("source_index", "target_index"):
-                i = getattr(e, name)
-                if i >= n:
-                    problems.append(f"edges[{k}].{name}: index {i} out of range (the draft has {n} insights)")
-            if e.source_index == e.target_index:
-                problems.append(f"edges[{k}].target_index: must differ from source_index ({e.source_index})")
-        if problems:
-            raise ValueError(_join(problems))
-        return self
-
     def source_of(self, index: int) -> str:
         """The insight's own source, else the draft's, else "import"."""
         return self.insights[index].source or self.source or DEFAULT_SOURCE
@@ -328,8 +321,10 @@ def load_draft(draft: ImportDraft | dict[str, Any] | str | Path) -> ImportDraft:
             raise ValidationError("invalid draft JSON: nested too deeply", field="draft") from None
     if not isinstance(data, dict):
         raise ValidationError("invalid draft: must be a JSON object", field="draft")
+    insights = data.get("insights")  # not a list, or empty: that is the error, and no edge is in range
     try:
-        return ImportDraft.model_validate(data)
+        return ImportDraft.model_validate(
+            data, context={INSIGHT_COUNT: len(insights)} if isinstance(insights, list) and insights else None)
     except PydanticValidationError as e:
         raise _convert(e) from None
 

@@ -33,11 +33,13 @@ MAX_FAILURES_BEFORE_SUCCESS = 3
 class EmbedStatus(BaseModel):
     """`embed --status`. Keys sorted, as the original prints a Go map."""
 
+    checked: str = Field(description="what `embedding_available` comes from: the health check that was made")
     coverage: str = Field(description='share of active insights with a vector of the current model, e.g. "67%"')
     embedded: int = Field(description="active insights with a vector of the current model")
     embedding_available: bool
     model: str
-    ollama_available: bool = Field(description="the original's name for embedding_available, kept as an alias")
+    ollama_available: bool = Field(description="the original's key: Ollama answered, asked only when the embedder "
+                                   "speaks to Ollama (false for the others, which need no Ollama)")
     protocol: str = Field(description="local, ollama, openai or none")
     total_insights: int
     vectors_by_model: dict[str, int] = Field(
@@ -77,6 +79,20 @@ def _protocol(ctx: Context, emb: Embedder | None) -> str:
     return kind
 
 
+def _checked(ctx: Context, emb: Embedder | None, protocol: str) -> str:
+    """What the health check of `embed --status` asked, in words (a URL as every message shows one)."""
+    endpoint = redact(getattr(emb, "endpoint", ctx.settings.embed_endpoint))
+    if emb is None:
+        return "nothing: no embedder is configured (MNEMON_EMBEDDER=none)"
+    if protocol == "ollama":
+        return f"Ollama at {endpoint} (GET /api/tags)"
+    if protocol == "openai":
+        return f"the OpenAI-compatible endpoint {endpoint} (GET /models)"
+    if protocol == "local":
+        return f"the local model {emb.name} can be loaded in this process (no server)"
+    return f"the embedder {emb.name} handed to Memory (its available())"
+
+
 def _current_count(counts: dict[str, int], model: str, dim: int | None) -> int:
     """Vectors of `model` (and of `dim`, when known) in `vector_counts()` keys "model:dim"."""
     total = 0
@@ -95,9 +111,11 @@ def status(ctx: Context) -> EmbedStatus:
     model = emb.name if emb is not None else "none"
     embedded = _current_count(counts, model, emb.dimensions) if emb is not None else 0
     available = bool(emb is not None and emb.available())
+    protocol = _protocol(ctx, emb)
     return EmbedStatus(
-        coverage=f"{embedded / max(total, 1) * 100:.0f}%", embedded=embedded, embedding_available=available,
-        model=model, ollama_available=available, protocol=_protocol(ctx, emb), total_insights=total,
+        checked=_checked(ctx, emb, protocol), coverage=f"{embedded / max(total, 1) * 100:.0f}%", embedded=embedded,
+        embedding_available=available, model=model, ollama_available=available and protocol == "ollama",
+        protocol=protocol, total_insights=total,
         vectors_by_model=dict(sorted(counts.items())),
     )
 

@@ -554,7 +554,9 @@ def _at_low_priority(work: Any) -> Any:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.__stderr__, flush=True)
+    from .redact import redact
+
+    print(redact(message), file=sys.__stderr__, flush=True)
 
 
 def _idle_seconds(text: str | None) -> float:

@@ -44,6 +44,13 @@ LINK_WEIGHT = 0.5
 IMPORTANCE = 3
 IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
 
+# Ids: `log` shows an insight's first ID_PREFIX_MIN characters, and every call that takes an id takes a unique
+# prefix of at least that many too (`Memory.resolve_id`; an ambiguous one is refused, naming up to
+# AMBIGUOUS_SHOWN of the insights it starts).
+ID_PREFIX_MIN = 8
+ID_CHARS = 36  # an id as mnemon makes them (a UUID); anything shorter may be a prefix
+AMBIGUOUS_SHOWN = 5
+
 # Limits of tool calls by agents (reference §8.3).
 MAX_QUERY_CHARS = 2000
 MAX_ID_CHARS = 256
@@ -80,7 +87,9 @@ Query = Annotated[
     AfterValidator(_not_blank),
 ]
 Id = Annotated[
-    str, Field(min_length=1, max_length=MAX_ID_CHARS, description="an insight id"), AfterValidator(_not_blank)
+    str, Field(min_length=1, max_length=MAX_ID_CHARS,
+               description=f"an insight id, or a unique prefix of at least {ID_PREFIX_MIN} characters"),
+    AfterValidator(_not_blank),
 ]
 Limit = Annotated[int, Field(ge=1, le=MAX_RESULTS, description=f"maximum results, 1-{MAX_RESULTS}")]
 MetaKey = Annotated[str, StringConstraints(max_length=MAX_METADATA_KEY)]

@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import lifecycle, once, related
-from .config import UNSET, Settings
+from .config import UNSET, Settings, shown_path
 from .context import Context
 from .embed import Embedder, get_embedder
-from .errors import AlreadyDone, EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
+from .errors import EmbedderError, NotFoundError, ReadOnlyError, StoreError, ValidationError
 from .inputs import (
+    AMBIGUOUS_SHOWN,
     EXCERPT_CHARS,
+    ID_CHARS,
+    ID_PREFIX_MIN,
     LINK_WEIGHT,
     LOG_LIMIT,
     MAX_TOKENS_MAX,
@@ -57,7 +60,8 @@ from .models import (
     SemanticCandidate,
     StatusResult,
 )
-from .store import Filters, Store, open_store
+from .redact import redact
+from .store import Access, Filters, Store, open_store
 from .text import terms, token_set, tokens_of
 from .timeutil import iso
 from .write import candidates, diff, similarity
@@ -164,6 +168,22 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def resolve_id(self, id: str, field: str = "id") -> str:
+        """The insight id a caller means: `id` itself, or the one active insight whose id starts with it when it
+        is shorter than an id and has at least ID_PREFIX_MIN characters (what `log` shows). A prefix of several
+        insights is refused, naming them; one of none is returned as given (the caller says it is not found)."""
+        validate_text(id, field)
+        if not ID_PREFIX_MIN <= len(id) < ID_CHARS or not id.isascii():
+            return id
+        found = self.store.ids_starting(id, AMBIGUOUS_SHOWN + 1)
+        if id in found or not found:
+            return id
+        if len(found) == 1:
+            return found[0]
+        many = f"at least {len(found)}" if len(found) > AMBIGUOUS_SHOWN else str(len(found))
+        raise ValidationError(f'ambiguous id prefix "{id}": it starts {many} insights '
+                              f'({", ".join(found[:AMBIGUOUS_SHOWN])}); give more of the id', field=field)
+
     def _writable(self, action: str) -> None:
         if self.settings.readonly:
             raise ReadOnlyError(action)
@@ -174,7 +194,7 @@ class Memory:
         call = once.current()
         if self._warned_in is not call:
             self._warned_in = call
-            print(f"mnemon: warning: {message}", file=sys.stderr)
+            print(f"mnemon: warning: {redact(message)}", file=sys.stderr)
 
     def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
         """Vectors for texts, or None (with one warning) when the embedder is off or failing."""
@@ -243,9 +263,10 @@ class Memory:
 
     def _log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
         """One oplog row; rows written through MCP say so."""
-        if self.settings.origin == "mcp":
-            detail = f"origin=mcp {detail}".rstrip()
-        self.store.log(operation, insight_id, detail, now)
+        self.store.log(operation, insight_id, self._logged(detail), now)
+
+    def _logged(self, detail: str) -> str:
+        return f"origin=mcp {detail}".rstrip() if self.settings.origin == "mcp" else detail
 
     def _context(self) -> Context:
         """What a pipeline gets of this Memory: its settings, its store and embedder (opened on first use), and
@@ -332,8 +353,14 @@ class Memory:
         `replaced_id` as the spec has it), so `show <id>` finds it."""
         with self._writing(now):
             self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
+            held = self.store.get_insight(existing)
+        # What the holder is (None: forgotten by another process since it was found); zeros for what was not done.
+        about = {} if held is None else {
+            "category": held.category, "importance": held.importance, "tags": held.tags, "entities": held.entities,
+            "created_at": held.created_at, "effective_importance": round(held.effective_importance, 4),
+        }
         return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
-                              replaced_id=existing)
+                              replaced_id=existing, **about)
 
     # ------------------------------------------------------------------ recall
 
@@ -416,7 +443,8 @@ class Memory:
         from .recall.config import recipe as recipe_named
         from .recall.pipeline import scope_of
 
-        validate_text(query, "query")
+        if not validate_text(query, "query").strip():  # as for remember: nothing to look for is a mistake
+            raise ValidationError("query must not be empty", field="query")
         if intent is not None:
             validate_text(intent, "intent")
         check_limit(limit)
@@ -494,7 +522,7 @@ class Memory:
         if status:
             return embed_ops.status(self._context())
         if id:
-            return embed_ops.embed_one(self._context(), validate_text(id, "id"))
+            return embed_ops.embed_one(self._context(), self.resolve_id(id))
         if all:
             return embed_ops.backfill(self._context())
         raise ValidationError("specify --all to backfill, --status to check coverage, or provide an insight ID")
@@ -512,8 +540,8 @@ class Memory:
         created_by: str | None = None,
     ) -> LinkResult:
         self._writable("link")
-        validate_text(source_id, "source_id")
-        validate_text(target_id, "target_id")
+        source_id = self.resolve_id(source_id, "source_id")
+        target_id = self.resolve_id(target_id, "target_id")
         try:
             etype = EdgeType(str(type).strip().lower())
         except ValueError:
@@ -550,7 +578,7 @@ class Memory:
 
     def forget(self, id: str) -> ForgetResult:
         self._writable("forget")
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
@@ -562,7 +590,7 @@ class Memory:
         return ForgetResult(id=id)
 
     def show(self, id: str) -> Insight:
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
@@ -602,24 +630,25 @@ class Memory:
         return out
 
     def _accessed(self, ids: list[str], op: str, detail: str, insight_id: str | None = None) -> None:
-        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly).
-        Best effort: a read must answer, so when the write lock stays taken past the busy timeout the read
-        goes without its bump (one warning), and a caller who may not write at all passes --readonly."""
+        """Every returned insight gets +1 access and `last_accessed_at`; one oplog row (not when readonly). A
+        read never waits for the write lock: when a writer holds it, the store keeps the access for its next
+        write transaction (`Store.record_access`). Counted once, also when the engine's answer was lost and
+        the call runs again (the request id is the access's key). Only an access that can be neither applied
+        nor kept is lost, with one warning."""
         if self.settings.readonly:
             return
         now, _ = self._now()
+        request = once.current()
+        access = Access(key=request.id if request is not None else None, ids=tuple(ids), at=now, operation=op,
+                        insight_id=insight_id, detail=self._logged(detail))
         try:
-            with self._writing(now) as store:
-                store.touch(ids, now)
-                self._log(op, insight_id, detail, now)
-        except AlreadyDone:  # the rerun of a read the engine answered: its access is counted already
-            pass
+            self.store.record_access(access)
         except StoreError as e:
             self._warn(f"access not recorded: {e}")
 
     def related(self, id: str, *, edge_type: str | None = None, depth: int = RELATED_DEPTH) -> list[RelatedHit]:
         """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         check_limit(depth, "--depth")
         etype = None
         if edge_type:
@@ -641,7 +670,8 @@ class Memory:
         retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
         oplog = OplogStatus(rows=rows, oldest=store.oplog_oldest(), retention=retention)
         return StatusResult(
-            by_category=store.count_by_category(), db_path=store.location, db_size_bytes=store.size_bytes(),
+            by_category=store.count_by_category(), db_path=shown_path(store.location),
+            db_size_bytes=store.size_bytes(),
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
             graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
@@ -655,10 +685,10 @@ class Memory:
         if state is None:
             return None
         if not isinstance(state, GraphIndex):
-            return GraphIndexStatus(path=str(state.path), state="rejected", reason=state.reason)
+            return GraphIndexStatus(path=shown_path(state.path), state="rejected", reason=state.reason)
         counter = store.graph_version()[0]
         return GraphIndexStatus(
-            path=str(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
+            path=shown_path(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
             built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
             behind=counter - state.counter,
         )
@@ -688,7 +718,7 @@ class Memory:
     def gc_keep(self, id: str) -> GcKeepResult:
         """Retain an insight: +3 access and a fresh `last_accessed_at`, EI recomputed."""
         self._writable("gc --keep")
-        validate_text(id, "id")
+        id = self.resolve_id(id)
         store = self.store
         ins = store.get_insight(id)
         if ins is None:
@@ -707,7 +737,8 @@ class Memory:
 
     def get(self, id: str) -> Insight:
         """The active insight `id`, read without counting an access (unlike `show`)."""
-        ins = self.store.get_insight(validate_text(id, "id"))
+        id = self.resolve_id(id)
+        ins = self.store.get_insight(id)
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         return ins

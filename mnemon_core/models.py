@@ -146,7 +146,9 @@ class CausalCandidate(BaseModel):
 
 
 class RememberResult(BaseModel):
-    """The JSON of spec 5.1 step five. A skipped exact duplicate shows only its five keys."""
+    """The JSON of spec 5.1 step five. A skipped exact duplicate has the same keys as an added insight (a
+    departure from the original's five: docs/departures.md): the insight that holds the text, with zeros and
+    empty lists for what this call did not do, and `replaced_id`."""
 
     id: str
     content: str
@@ -169,9 +171,6 @@ class RememberResult(BaseModel):
     @model_serializer(mode="wrap")
     def _shape(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        if self.action == "skipped":
-            keep = ("id", "content", "action", "diff_suggestion", "replaced_id")
-            return {k: data[k] for k in keep}
         if data.get("replaced_id") is None:
             data.pop("replaced_id", None)
         return data

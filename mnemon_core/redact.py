@@ -2,8 +2,10 @@
 
 A provider that rejects a key often quotes it (`Incorrect API key provided: Bearer sk-…`), and that text becomes
 an error message, a warning, a report field. `redact` takes out the keys we sent, any `Authorization` /
-`Bearer` value and the credentials of a URL (`https://user:pass@host`), whichever path the message came from:
-the embedders (`BaseEmbedder.redact`) and the LLM extractor and judge (`ChatLLM.redact`).
+`Bearer` value, and of every URL its credentials (`https://user:pass@host`), its query-string values
+(`?api_key=sk-…`) and its fragment, whichever path the message came from: the embedders
+(`BaseEmbedder.redact`), the LLM extractor and judge (`ChatLLM.redact`), a database URL (`status`, store
+errors), and every error and warning line the command line prints and the engine logs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,22 @@ _PATTERNS = (
     ),
     (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"), rf"\1{MASK}@"),
 )
+# A URL's query and fragment: a key in the query string (`?api_key=`, `?token=`) or a token after `#` is as
+# secret as a password before the host. Punctuation that ends a sentence is not taken for part of the URL.
+_URL_TAIL = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s?#\"'<>`]*)([?#][^\s\"'<>`]*)")
+_SENTENCE_END = ".,:;!?)]}"
+
+
+def _mask_tail(m: re.Match[str]) -> str:
+    """A URL's `?query#fragment` with every query value and the fragment masked, the parameter names kept."""
+    tail = m.group(2)
+    kept = tail.rstrip(_SENTENCE_END)
+    query, hash_, fragment = kept.partition("#")
+    if query:
+        parts = re.split(r"([&;])", query[1:])
+        query = "?" + "".join(p if p in ("", "&", ";") else p.partition("=")[0] + "=" + MASK if "=" in p else MASK
+                              for p in parts)
+    return m.group(1) + query + hash_ + (MASK if fragment else "") + tail[len(kept):]
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -35,4 +53,4 @@ def redact(text: str, *secrets: str | None) -> str:
         text = text.replace(secret, MASK)
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
-    return text
+    return _URL_TAIL.sub(_mask_tail, text)

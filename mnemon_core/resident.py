@@ -32,6 +32,23 @@ PROCESS_VARIABLES = (
     "TMPDIR", "TMP", "TEMP", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
     "all_proxy", "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
 )
+# What a served call sends of its environment: the variables the served commands read (config.py's settings
+# and the embedders'), nothing else: not an LLM key, not a proxy password.
+ENGINE_VARIABLES = frozenset({
+    "HOME", "MNEMON_DATA_DIR", "MNEMON_STORE", "MNEMON_DATABASE_URL", "MNEMON_VECTOR_URL", "MNEMON_SESSION",
+    "MNEMON_DEBUG",
+    "MNEMON_EMBEDDER", "MNEMON_EMBED_MODEL", "MNEMON_EMBED_ENDPOINT", "MNEMON_EMBED_API_KEY",
+    "MNEMON_EMBED_DIMENSIONS", "MNEMON_EMBED_PROTOCOL", "MNEMON_EMBED_TIMEOUT", "MNEMON_MAX_INSIGHTS",
+    "MNEMON_AUTO_PRUNE_MIN_AGE", "MNEMON_OPLOG_MAX_AGE", "MNEMON_OPLOG_MAX_ROWS", "MNEMON_NUDGE_EVERY",
+})
+# What else the engine's process starts with, besides the served commands' variables (ENGINE_VARIABLES)
+# and PROCESS_VARIABLES: what Python, the locale and the numeric libraries need to run, and the engine's own idle
+# limit. Nothing more of its starter's environment: an LLM key or a cloud token in the shell that happened to
+# start it has no business in a process that lives on (`/proc/<engine>/environ`).
+RUN_VARIABLES = frozenset({
+    "PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "MNEMON_DAEMON_IDLE",
+})
 ENGINE_PREFIX = "engine-"  # engine-<key>.sock (its socket), .json (its pid), .lock (held while it lives)
 LOG_NAME = "engine.log"
 START_TIMEOUT_S = 30.0  # `daemon start` waits this long for a new engine to answer
@@ -345,7 +362,7 @@ def start_engine(real: str, *, after_exit: bool = False) -> None:
     process has exited (a call that ran in-process)."""
     after = ["--after", str(os.getpid())] if after_exit else []
     os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "mnemon_core.engine", real, *after], dict(os.environ),
+        sys.executable, [sys.executable, "-m", "mnemon_core.engine", real, *after], engine_environment(os.environ),
         file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_OPEN, 1, os.path.join(real, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
@@ -353,6 +370,12 @@ def start_engine(real: str, *, after_exit: bool = False) -> None:
         ],
         setsid=True,
     )
+
+
+def engine_environment(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    """The variables an engine starts with: those it reads, and those its process needs to run."""
+    keep = ENGINE_VARIABLES | RUN_VARIABLES | set(PROCESS_VARIABLES)
+    return {k: v for k, v in env.items() if k in keep or k.startswith("LC_")}
 
 
 # ---------------------------------------------------------------- mnemon daemon start|stop|status

@@ -34,6 +34,9 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path):
         d.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    # These tests are about where each phase's text goes; a nudge after every reply (how often it comes by
+    # default, 5, and on which cues, is tests/test_nudge.py's).
+    monkeypatch.setenv("MNEMON_NUDGE_EVERY", "1")
     for name in HOST_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(project)

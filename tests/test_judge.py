@@ -683,6 +683,24 @@ def test_a_reason_given_for_several_pairs_is_declined_for_each(mem):
     assert sorted(lk.candidate_id for lk in result.linked) == sorted([a.id, b.id])
 
 
+def test_a_pair_the_model_invented_makes_no_reason_a_reused_one(mem):
+    """Issue 37, item 5: the model answers the offered pair with a reason naming both ends, and an unoffered ref
+    with the same reason. The unoffered ref is refused; the offered pair links (its reason is given for one
+    offered pair only)."""
+    lacks = mem.remember("The team lacks Redis experience", category="context")
+    new = mem.remember("Chose SQLite for the job queue because the team lacks Redis experience",
+                       category="decision")
+    reason = "the missing Redis experience of the team led to choosing SQLite for the job queue"
+    with FakeOpenAIServer(answer(lambda r: [
+            decision(r[lacks.content], edge_type="causal", sub_type="causes", direction="candidate_to_new",
+                     weight=0.9, reason=reason),
+            decision("p7", edge_type="causal", sub_type="causes", weight=0.9, reason=reason)])) as s:
+        result = judge_for(mem, s).judge(new)
+    assert result.refused == [JudgeRefusal(ref="p7", error="not an offered pair (offered: p1)")]
+    assert [(lk.source_id, lk.target_id, lk.reason) for lk in result.linked] == [(lacks.id, new.id, reason)]
+    assert result.declined == []
+
+
 def test_a_reason_must_name_both_ends(mem):
     """A causal reason that names one end only is declined, said why; one naming both ends, each by a word the
     other lacks, links."""
@@ -766,4 +784,4 @@ def test_the_reason_guards_take_any_text(reason: str, new: str, cand: str, other
 
     why = unrelating(reason, kind, new, cand, [(f"m{k}", o) for k, o in enumerate(others)])
     assert why is None or why.startswith("the reason ")
-    assert all(isinstance(k, str) and n >= 2 for k, n in reused_reasons(decisions).items())
+    assert all(isinstance(k, str) and n >= 2 for k, n in reused_reasons(decisions, lambda ref: ref).items())

@@ -101,7 +101,8 @@ def test_other_schemas_carry_the_engine_limits() -> None:
     for name in ("show", "forget"):
         assert schema(name) == {
             "additionalProperties": False, "required": ["id"], "type": "object",
-            "properties": {"id": {"description": "an insight id", "maxLength": 256, "minLength": 1, "type": "string"}},
+            "properties": {"id": {"description": "an insight id, or a unique prefix of at least 8 characters",
+                                  "maxLength": 256, "minLength": 1, "type": "string"}},
         }
     assert schema("status") == {"additionalProperties": False, "properties": {}, "type": "object"}
     for t in TOOLS:  # a host never sees pydantic's titles or nullable unions

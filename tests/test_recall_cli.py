@@ -115,6 +115,18 @@ def test_errors_are_one_line_and_change_nothing(cli, seeded, args, message):
     assert cli("log", "--limit", "1").out == before
 
 
+@pytest.mark.parametrize("query", ["", "   ", "\t\n"])
+@pytest.mark.parametrize("flags", [[], ["--basic"], ["--brief"]])
+def test_an_empty_query_is_an_error_as_for_remember(cli, seeded, query, flags):
+    """Issue 37, item 7: `recall ""` returned results marked "medium"; an empty query is a mistake."""
+    before = cli("log", "--limit", "1").out
+    r = cli("recall", query, *flags)
+    assert (r.code, r.out, r.err) == (1, "", "Error: query must not be empty\n")
+    assert cli("log", "--limit", "1").out == before
+    with Memory() as mem, pytest.raises(ValueError, match="^query must not be empty$"):
+        mem.retrieve(query)
+
+
 def test_readonly_recall(cli, seeded):
     r = cli("--readonly", "recall", "SQLite")
     assert r.code == 0, r.err

@@ -18,17 +18,17 @@ def db_exists(mem: Memory) -> bool:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"content": "x" * 8001}, "content too long (8001 chars, max 8000); consider chunking into multiple remember calls"),
-        ({"content": "记" * 2700}, "content too long (8100 chars, max 8000); consider chunking into multiple remember calls"),
+        ({"content": "x" * 8001}, "content too long (8001 bytes, max 8000); consider chunking into multiple remember calls"),
+        ({"content": "记" * 2700}, "content too long (8100 bytes, max 8000); consider chunking into multiple remember calls"),
         ({"content": ""}, "content must not be empty"),
         ({"content": "   \n\t"}, "content must not be empty"),
         ({"category": "narrative"}, 'invalid category "narrative"; valid: preference, decision, fact, insight, context, general'),
         ({"importance": 0}, "importance must be 1-5, got 0"),
         ({"importance": 6}, "importance must be 1-5, got 6"),
         ({"tags": ",".join(f"t{i}" for i in range(21))}, "too many tags (21, max 20)"),
-        ({"tags": ["a" * 101]}, "tag too long (101 chars, max 100): " + "a" * 50),
+        ({"tags": ["a" * 101]}, "tag too long (101 bytes, max 100): " + "a" * 50),
         ({"entities": [f"E{i}" for i in range(51)]}, "too many entities (51, max 50)"),
-        ({"entities": ["é" * 101]}, "entity too long (202 chars, max 200): " + "é" * 50),
+        ({"entities": ["é" * 101]}, "entity too long (202 bytes, max 200): " + "é" * 50),
         ({"entity_mode": "magic"}, 'invalid entity mode "magic"; valid: merge, provided, auto'),
     ],
 )
@@ -69,7 +69,14 @@ def test_exact_duplicate_is_skipped_with_existing_id(mem: Memory) -> None:
     assert again.action == "skipped"
     assert again.diff_suggestion == "DUPLICATE"
     assert again.id == again.replaced_id == first.id  # the insight that holds the text, not a new id
-    assert list(again.model_dump(mode="json")) == ["id", "content", "action", "diff_suggestion", "replaced_id"]
+    # The same keys as an added result, and `replaced_id` (docs/departures.md): the holder's category and
+    # importance, zeros and empty lists for what the call did not do.
+    assert list(again.model_dump(mode="json")) == [*first.model_dump(mode="json"), "replaced_id"]
+    dumped = again.model_dump(mode="json")
+    assert (dumped["category"], dumped["importance"], dumped["created_at"]) == ("decision", 3, first.created_at)
+    assert dumped["edges_created"] == {"temporal": 0, "entity": 0, "causal": 0, "semantic": 0}
+    assert (dumped["semantic_candidates"], dumped["causal_candidates"], dumped["auto_pruned_ids"]) == ([], [], [])
+    assert (dumped["embedded"], dumped["auto_pruned"]) == (False, 0)
     assert mem.status().total_insights == 1
     log = mem.log()
     assert [(e.operation, e.insight_id) for e in log] == [("diff-skip", first.id), ("remember", first.id)]

@@ -18,7 +18,7 @@ def test_cli_remember_of_existing_content_returns_the_existing_id(cli, data_dir:
     again = cli("remember", TEXT, "--cat", "fact", "--imp", "5")
     assert (again.code, again.err) == (0, "")
     existing = first.json()["id"]
-    assert again.json() == {"id": existing, "content": TEXT, "action": "skipped", "diff_suggestion": "DUPLICATE",
+    assert again.json() == {**first.json(), "action": "skipped", "diff_suggestion": "DUPLICATE",
                             "replaced_id": existing}
     shown = cli("show", again.json()["id"])
     assert shown.code == 0, shown.err
@@ -45,11 +45,12 @@ async def test_mcp_remember_of_existing_content_returns_the_existing_id(mem: Mem
     face = Face(mem)
     err, text = await face.call("remember", {"content": TEXT})
     assert not err, text
-    existing = json.loads(text)["id"]
+    added = json.loads(text)
+    existing = added["id"]
     err, text = await face.call("remember", {"content": TEXT})
     assert not err, text
-    assert json.loads(text) == {"id": existing, "content": TEXT, "action": "skipped",
-                                "diff_suggestion": "DUPLICATE", "replaced_id": existing}
+    assert json.loads(text) == {**added, "action": "skipped", "diff_suggestion": "DUPLICATE",
+                                "replaced_id": existing}
     skip = mem.log(limit=5)[0]
     assert (skip.operation, skip.insight_id) == ("diff-skip", existing)
     err, text = await face.call("show", {"id": existing})

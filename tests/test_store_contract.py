@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -182,6 +183,13 @@ def test_insights(filled: Store) -> None:
     assert [i.id for i in s.latest(limit=10, filters=Filters(category="fact", source="Agent2"))] == ["c"]
     assert s.latest_ids(limit=10) == ["d", "c", "b", "a"] and s.latest_ids(limit=2) == ["d", "c"]
     assert s.latest_ids(limit=10, filters=Filters(category="fact", source="Agent2")) == ["c"]
+    # ids_starting: active ids by prefix, in id order, at most limit (a deleted one never)
+    with s.transaction():
+        for id_ in ("abc-2", "abc-1", "abd-1"):
+            s.insert_insight(Insight(id=id_, content=f"prefix {id_}", created_at=T2, updated_at=T2), {"prefix"})
+    s.soft_delete(["abc-2"], T2)
+    assert s.ids_starting("ab", 10) == ["abc-1", "abd-1"] and s.ids_starting("ab", 1) == ["abc-1"]
+    assert (s.ids_starting("abc-", 10), s.ids_starting("abc-2", 10), s.ids_starting("abe", 10)) == (["abc-1"], [], [])
 
 
 def test_writes_to_insights(filled: Store) -> None:
@@ -508,6 +516,58 @@ def test_oplog(filled: Store) -> None:
     assert s.oplog_oldest() == T0
     first, second = s.read_log(10)[::-1]
     assert second.id > first.id
+
+
+def reads(s: Store) -> tuple[dict[str, tuple[int, str | None]], list[tuple[str, str | None, str, str]]]:
+    """Access counts and last access of a and b; the oplog's rows other than `filled`'s, oldest first."""
+    got = s.get_insights(["a", "b"])
+    rows = [(o.operation, o.insight_id, o.detail, o.created_at) for o in s.read_log(20)[::-1]]
+    return {k: (v.access_count, v.last_accessed_at) for k, v in got.items()}, rows[2:]
+
+
+def test_record_access_never_waits_for_a_writer(filled: Store, mem) -> None:
+    """Issue 37, item 1: while another store object (another connection, another client) holds the write
+    transaction, `record_access` answers at once and keeps the access; the next write transaction, of either,
+    applies it first. With the lock free, at once. A key counts once (a served call run again)."""
+    s = filled
+    assert s.record_access(base.Access(None, ("a", "b"), T1, "recall", None, "q=redis hits=2")) is True
+    assert reads(s) == ({"a": (1, T1), "b": (1, T1)}, [("recall", None, "q=redis hits=2", T1)])
+    writer = open_store(mem.settings)
+    holding, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def write() -> None:
+        with writer.transaction():
+            writer.log("import", None, "a long import", T2)
+            holding.set()
+            release.wait(60)
+
+    def read() -> None:
+        answers.append(s.record_access(base.Access("req-1", ("a",), T2, "show", "a", "full insight")))
+        answers.append(s.record_access(base.Access("req-1", ("a",), T2, "show", "a", "full insight")))  # its rerun
+        done.set()
+
+    answers: list[bool] = []
+    holder = threading.Thread(target=write)
+    holder.start()
+    try:
+        assert holding.wait(30)
+        threading.Thread(target=read, daemon=True).start()
+        assert done.wait(30), "record_access waited for the writer"
+        assert answers == [False, False] and holder.is_alive()  # kept while the writer still holds the lock
+    finally:
+        release.set()
+        holder.join(60)
+    assert reads(s)[0]["a"] == (1, T1)  # not applied yet: the writer's transaction had begun before it was kept
+    writer.close()  # (Kùzu: the last transaction of the process applies what is left, here)
+    with s.transaction():
+        s.log("remember", "b", "the next write", T2)
+    assert reads(s) == ({"a": (2, T2), "b": (1, T1)}, [
+        ("recall", None, "q=redis hits=2", T1), ("import", None, "a long import", T2),
+        ("show", "a", "full insight", T2), ("remember", "b", "the next write", T2)])
+    # An older access applied after a newer one leaves the newer time; an applied key is not applied again.
+    assert s.record_access(base.Access(None, ("a",), T0, "search", None, "q=old hits=1")) is True
+    assert s.record_access(base.Access("req-1", ("a",), T2, "show", "a", "full insight")) is True
+    assert reads(s)[0]["a"] == (3, T2)
 
 
 def test_empty_store(store: Store) -> None:

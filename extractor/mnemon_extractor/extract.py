@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic import ValidationError as PydanticValidationError
 
-from mnemon_core.config import UNSET
+from mnemon_core.config import UNSET, make_private_dirs
 from mnemon_core.draft import (
     DEFAULT_EDGE_WEIGHT,
     DEFAULT_IMPORTANCE,
@@ -742,6 +742,8 @@ def nothing_because(report: ExtractionReport) -> str:
 
 
 def write_draft(draft: ImportDraft, path: str | Path) -> None:
-    """The draft as `memory_draft.json`: 2-space JSON, UTF-8, defaults and empty optional keys left out."""
+    """The draft as `memory_draft.json`: 2-space JSON, UTF-8, defaults and empty optional keys left out. Missing
+    folders are made, this user's only (a draft holds what the conversations said), as a data dir's are."""
     data = draft.model_dump(mode="json", exclude_none=True)
+    make_private_dirs(Path(path).absolute().parent)
     Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

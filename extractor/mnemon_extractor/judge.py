@@ -21,7 +21,7 @@ A small model links by habit, so guards decline what says nothing, each with why
 - a `causal` or `semantic` reason that does not name both ends, each by a word the other end lacks
   (`worth.ends_named`: two invoicing facts are not linked by "invoice"; an end's content written back names
   only that end, and the decline says so);
-- a reason that one answer gives for more than one pair (`reused_reasons`);
+- a reason that one answer gives for more than one offered pair (`reused_reasons`);
 - a `supersedes` between two memories that are not about the same subject (`same_subject`: a person or a
   project in common is not enough);
 - a memory that one answer makes the end of more than `HUB_LINKS` links of one kind (all of them).
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,14 +185,28 @@ def reason_key(reason: str) -> str:
     return " ".join(terms(reason.strip()[:MAX_REASON_CHARS]))
 
 
-def reused_reasons(decisions: Sequence[Any]) -> dict[str, int]:
-    """The reasons (by `reason_key`) that one answer gives for more than one pair it links → how many pairs: a
-    reason that fits several pairs identifies none (the 1.5B model gave one to 10 pairs)."""
+def offered_ref(named: str, offered: Mapping[str, str]) -> str | None:
+    """The offered pair a decision names (`offered`: ref → candidate id): its ref, or the candidate's full id
+    when that candidate is in one pair only; None for anything else."""
+    ref = named.strip()
+    if ref in offered:
+        return ref
+    same = [r for r, cid in offered.items() if cid == ref]
+    return same[0] if len(same) == 1 else None
+
+
+def reused_reasons(decisions: Sequence[Any], offered: Callable[[str], str | None]) -> dict[str, int]:
+    """The reasons (by `reason_key`) that one answer gives for more than one offered pair it links → how many
+    pairs: a reason that fits several pairs identifies none (the 1.5B model gave one to 10 pairs). `offered`
+    names the offered pair a decision's ref stands for (None: none); a decision about no offered pair is
+    refused on its own and makes no other pair's reason a reused one."""
     refs: dict[str, set[str]] = {}
     for raw in decisions:
         if isinstance(raw, dict) and raw.get("link") is True and isinstance(raw.get("reason"), str):
-            ref = next((raw[k].strip() for k in REF_KEYS if isinstance(raw.get(k), str)), "")
-            refs.setdefault(reason_key(raw["reason"]), set()).add(ref)
+            named = next((raw[k] for k in REF_KEYS if isinstance(raw.get(k), str)), "")
+            ref = offered(named)
+            if ref is not None:
+                refs.setdefault(reason_key(raw["reason"]), set()).add(ref)
     return {key: len(r) for key, r in refs.items() if key and len(r) > 1}
 
 
@@ -403,7 +417,8 @@ class LinkJudge:
         decided: set[str] = set()
         first = batch[0].item.result
         chosen: list[tuple[str, _Pair, JudgeLink]] = []
-        reused = reused_reasons(answer.value)
+        offered = {ref: p.cid for ref, p in by_ref.items()}
+        reused = reused_reasons(answer.value, lambda named: offered_ref(named, offered))
         for raw in answer.value:
             picked = self._decide(raw, by_ref, decided, first, contents, reused)
             if picked:
@@ -448,15 +463,12 @@ class LinkJudge:
         if named is None:
             first.refused.append(JudgeRefusal(ref="", error="the decision names no pair"))
             return None
-        ref = named.strip()
-        if ref not in by_ref:  # a candidate's full id also names its pair, when it is in one pair only
-            same = [r for r, p in by_ref.items() if p.cid == ref]
-            ref = same[0] if len(same) == 1 else ref
-        pair = by_ref.get(ref)
-        if pair is None:
+        ref = offered_ref(named, {r: p.cid for r, p in by_ref.items()})
+        if ref is None:
             first.refused.append(JudgeRefusal(ref=named[:100],
                                               error=f"not an offered pair (offered: {', '.join(by_ref)})"))
             return None
+        pair = by_ref[ref]
         result = pair.item.result
         if ref in decided:
             result.refused.append(JudgeRefusal(ref=named[:100], error="a second decision for the same pair"))

@@ -60,7 +60,7 @@ the sub-agent reads the mnemon skill for the commands. Without sub-agents, run i
 briefly.
 
 Never store secrets (passwords, keys, tokens), public or transient facts, or what git already tracks. One
-memory holds at most 8000 characters.
+memory holds at most 8000 bytes of UTF-8 (8000 letters of plain English, fewer of other scripts).
 """
 
 SKILL = """\
@@ -117,7 +117,7 @@ an import can partly succeed.
 - Never store secrets, passwords, tokens or keys.
 - Categories: `preference`, `decision`, `fact`, `insight`, `context`, `general`.
 - Edge types: `temporal`, `semantic`, `causal`, `entity`, `supersedes`.
-- At most 8000 characters per memory.
+- At most 8000 bytes (UTF-8) per memory: about 2,600 Chinese characters.
 """
 
 PROMPT_FILES = {"guide.md": GUIDE, "skill.md": SKILL}

@@ -6,12 +6,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .base import NO_FILTERS, Catalog, Filters, Store, TokenHit, rank_by_coverage
+from .base import NO_FILTERS, Access, Catalog, Filters, Store, TokenHit, rank_by_coverage
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["NO_FILTERS", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "held_files",
+__all__ = ["NO_FILTERS", "Access", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "held_files",
            "open_store", "rank_by_coverage"]
 
 # Factory table: backend name → module with `open_store(settings) -> Store` and `catalog(settings) -> Catalog`

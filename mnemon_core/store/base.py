@@ -2,7 +2,8 @@
 
 `Store` is the union of small protocols, one per kind of row: `Insights`, `Search` (tokens, terms, entities,
 sessions), `Edges` (with the plain-tuple reads recall's graph walk makes), `Vectors` (with an optional
-nearest-neighbour index, `AnnSearch`), `Oplog` and `Dump` (every row, for `mnemon migrate`), beside `Lifecycle`.
+nearest-neighbour index, `AnnSearch`), `Oplog`, `Accesses` (a read's access counts, which never wait for a
+writer) and `Dump` (every row, for `mnemon migrate`), beside `Lifecycle`.
 `BulkLoad` (a migration target) and `Catalog` (the named stores of one database) stand apart. Every backend
 implements them on `store/sql.py`'s shared SQL; `store/__init__.py` holds the table of backends.
 
@@ -75,6 +76,28 @@ def rank_by_coverage(hits: list[TokenHit]) -> list[TokenHit]:
     return out
 
 
+class Access(NamedTuple):
+    """What one read counts (spec: +1 `access_count` and `last_accessed_at` = `at` for each insight it returned,
+    and its oplog row). `key`: a served call's request id (`once.py`), so that the rerun of a read the engine
+    answered counts nothing twice; None for a call of this process."""
+
+    key: str | None
+    ids: tuple[str, ...]
+    at: str
+    operation: str
+    insight_id: str | None
+    detail: str
+
+
+def apply_access(store: Store, access: Access) -> None:
+    """Inside a write transaction: count `access`, unless its key was counted before (`claim_request`). A
+    later access applied before an earlier one leaves the later time (`touch` keeps the newest)."""
+    if access.key is not None and not store.claim_request(access.key, access.at):
+        return
+    store.touch(access.ids, access.at)
+    store.log(access.operation, access.insight_id, access.detail, access.at)
+
+
 class DumpRow(NamedTuple):
     """One insight with everything a lossless copy needs (`mnemon migrate`)."""
 
@@ -120,6 +143,9 @@ class Insights(Protocol):
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         """The active ones among ids."""
         ...
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """The ids of active insights that start with `prefix` (ASCII), in id order, at most `limit`."""
+        ...
     def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """The active ones among ids → (content, category): what a candidate list shows, without the models."""
         ...
@@ -143,7 +169,9 @@ class Insights(Protocol):
     def soft_delete(self, ids: Sequence[str], now: str) -> None:
         """Mark deleted and drop their edges."""
         ...
-    def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None: ...
+    def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
+        """+inc `access_count` per listed id (twice listed: twice); `last_accessed_at` = now unless it is newer."""
+        ...
     def set_effective_importance(self, values: dict[str, float]) -> None: ...
     def prune_candidates(
         self, *, exclude: str | None, stored_before: str | None, limit: int, immune_importance: int,
@@ -328,6 +356,18 @@ class Oplog(Protocol):
         ...
 
 
+class Accesses(Protocol):
+    """A read never waits behind a writer (DESIGN.md): its access counts are bookkeeping, not a reason to block an
+    agent's turn. Every backend keeps this promise as far as its database lets it (docs/backends.md)."""
+
+    def record_access(self, access: Access) -> bool:
+        """Count a read's access without waiting for the write lock: applied at once in a transaction of its
+        own when no writer holds the lock (True); else kept beside the store and applied by the store's next
+        write transaction, of this process or another, before anything else it does (False). Counted once
+        whichever way (`apply_access`); an error only when it can be neither applied nor kept."""
+        ...
+
+
 class Dump(Protocol):
     """Every row as stored, validation skipped (`mnemon migrate`, `store/dump.py`)."""
 
@@ -342,7 +382,7 @@ class Dump(Protocol):
         ...
 
 
-class Store(Lifecycle, Insights, Search, Vectors, Edges, Oplog, Dump, Protocol):
+class Store(Lifecycle, Insights, Search, Vectors, Edges, Oplog, Accesses, Dump, Protocol):
     """Everything the pipelines need from a database."""
 
 

@@ -83,6 +83,9 @@ class Shared:
         self.ann: set[str] | None = None  # the node types holding an ANN index's vectors (`ann_label`)
         self.prepared: dict[str, Any] = {}  # statement text → the database's prepared statement
         self.epoch = 0  # moves with every rollback: the store objects drop their vector caches
+        # Accesses reads could not apply while a transaction held the lock (`record_access`), for the next one:
+        # in the process, as only this process may write the database.
+        self.pending: list[base.Access] = []
 
     def forget(self) -> None:
         """After a rollback: what was read or counted may include what it undid."""
@@ -200,13 +203,17 @@ class CypherStore(base.StoreDefaults):
         """Outermost: one database transaction (this process's other store objects wait for it); inner: a
         savepoint, by replay (see the module's docstring)."""
         with self.shared.lock:
+            pending: list[base.Access] = []
             if self._depth == 0:
                 self._begin()
                 self._redo = []
                 self._journal.begin(self._graph_gen)
+                pending = list(self.shared.pending)  # what reads left for the next writer comes first
             mark = len(self._redo)
             self._depth += 1
             try:
+                for access in pending:
+                    base.apply_access(self, access)
                 yield
             except BaseException:
                 self._depth -= 1
@@ -218,6 +225,7 @@ class CypherStore(base.StoreDefaults):
             self._depth -= 1
             if self._depth == 0:
                 self._finish()
+                del self.shared.pending[:len(pending)]  # kept by a transaction that rolled back
 
     def _finish(self) -> None:
         try:
@@ -332,6 +340,11 @@ class CypherStore(base.StoreDefaults):
             return None
         return _insight(rows[0])
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        rows = self._q("MATCH (i:Insight) WHERE i.id STARTS WITH $p AND i.deleted_at IS NULL "
+                       "RETURN i.id ORDER BY i.id LIMIT $n", {"p": prefix, "n": limit})
+        return [r[0] for r in rows]
+
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         ids = list(dict.fromkeys(ids))
         if not ids:
@@ -398,8 +411,22 @@ class CypherStore(base.StoreDefaults):
         counts = Counter(ids)  # an id listed twice counts twice, as on SQLite
         if counts:
             self._q("UNWIND $rows AS r MATCH (i:Insight {id: r.id}) "
-                    "SET i.access_count = i.access_count + $inc * r.n, i.last_accessed_at = $now",
+                    "SET i.access_count = i.access_count + $inc * r.n, i.last_accessed_at = CASE WHEN "
+                    "i.last_accessed_at IS NULL OR i.last_accessed_at < $now THEN $now ELSE i.last_accessed_at END",
                     {"rows": [{"id": k, "n": n} for k, n in counts.items()], "inc": inc, "now": now})
+
+    def record_access(self, access: base.Access) -> bool:
+        """Applied at once when no transaction of this process holds the database (the lock its store objects
+        share), else kept in the process (`Shared.pending`) for the next transaction, or `close`."""
+        if not self.shared.lock.acquire(blocking=False):
+            self.shared.pending.append(access)
+            return False
+        try:
+            with self.transaction():
+                base.apply_access(self, access)
+            return True
+        finally:
+            self.shared.lock.release()
 
     @write
     def set_effective_importance(self, values: dict[str, float]) -> None:

@@ -245,6 +245,9 @@ class KuzuStore(CypherStore):
 
     def close(self) -> None:
         if not self._closed:
+            if self.shared.pending and not self.readonly:  # reads' accesses no transaction applied yet
+                with self.transaction():
+                    pass
             self._closed = True
             _detach(self.path)
 

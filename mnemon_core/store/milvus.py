@@ -31,6 +31,7 @@ import numpy as np
 from ..config import Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Insight
+from ..redact import redact
 from . import base
 from .base import DumpRow, Store
 from .holder import open_held
@@ -73,7 +74,7 @@ def lite_path(url: str) -> str | None:
         return None
     target = url[len(LITE):]
     if not target.startswith("/") or not target.endswith(".db"):
-        raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {url!r}")
+        raise StoreError(f"a Milvus Lite URL names an absolute .db file, milvus:///abs/file.db; got {redact(url)!r}")
     return target
 
 
@@ -98,7 +99,8 @@ def acquire(url: str, data_dir: str | None = None) -> Any:
     """The process's client of a Milvus URL, counted until `let_go`. A Milvus Lite file another process holds is
     waited for (`data_dir`: whose engines are asked to let it go); any other failure to open it is one line."""
     if not url.startswith(SCHEMES):
-        raise StoreError(f"MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got {url!r}")
+        raise StoreError(
+            f"MNEMON_VECTOR_URL must be milvus:///abs/file.db or http(s)://host:port, got {redact(url)!r}")
     path = lite_path(url)
     pymilvus = _pymilvus()
     # their log lines (one per scan: "failed to get mvccTs …"; a traceback when a file is held) are not ours: a
@@ -112,7 +114,7 @@ def acquire(url: str, data_dir: str | None = None) -> Any:
         except Exception as e:  # noqa: BLE001 - pymilvus raises its own and grpc's errors
             if path is not None and _held(path):
                 raise _Held from e
-            raise StoreError(f"cannot open Milvus at {url}: {_first_line(e)}") from e
+            raise StoreError(f"cannot open Milvus at {redact(url)}: {_first_line(e)}") from e
 
     with _clients_lock:
         entry = _clients.get(url)
@@ -385,7 +387,8 @@ class WithVectors:
             try:
                 self.milvus.upsert([(k, m, v, a) for k, (m, v, a) in rows.items()])
             except Exception as e:  # noqa: BLE001 - the store's transaction rolls back with it
-                raise StoreError(f"cannot write vectors to Milvus at {self.milvus.url}: {_first_line(e)}") from e
+                raise StoreError(
+                    f"cannot write vectors to Milvus at {redact(self.milvus.url)}: {_first_line(e)}") from e
             for key, (ns, seen) in self._seen.items():  # this write is in the caches already (`_write`)
                 if seen == before:
                     self._seen[key] = (ns, before + 1)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 import threading
 from collections import Counter
@@ -45,12 +44,13 @@ import numpy as np
 from ..config import OplogRetention, Settings
 from ..errors import MissingExtraError, StoreError
 from ..models import Edge, Insight, OplogEntry
+from ..redact import redact
 from ..text import document, terms
 from . import base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
 from .gindex import IndexRow
 from .sql import (
-    EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, oplog_trim, where,
+    EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, oplog_trim, where,
 )
 from .vectors import AnsweredAnn, VectorCache
 
@@ -134,11 +134,6 @@ DIALECT = Dialect(
     mapping=lambda v: v or {}, json_text=lambda col, key: f"{col}->>'{key}'",
     fold=_ascii_lower,  # SQLite's LIKE folds ASCII letters only; translate() does exactly that, whatever the locale
 )
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for `status` and messages."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]*):[^@]*@", r"\1@", url)
 
 
 # ---------------------------------------------------------------------------------------------- migrations
@@ -334,9 +329,16 @@ def _m007_graph_log(run: Callable[..., Any]) -> None:
         (int.from_bytes(os.urandom(6), "little"),))
 
 
+def _m008_pending_accesses(run: Callable[..., Any]) -> None:
+    """The accesses reads could not apply while a writer held the store's lock (`record_access`), in the order
+    they came, for the next write transaction (which deletes what it applies)."""
+    run("CREATE TABLE IF NOT EXISTS {s}.pending_accesses (seq bigserial PRIMARY KEY, key text, ids text[] NOT NULL, "
+        "at text NOT NULL, operation text NOT NULL, insight_id text, detail text NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
     _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
-    _m006_requests, _m007_graph_log,
+    _m006_requests, _m007_graph_log, _m008_pending_accesses,
 ]
 
 
@@ -563,12 +565,24 @@ class PostgresStore(SQLStore):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _take_write_lock(self, conn: Any) -> None:
+    def _take_write_lock(self, conn: Any, wait: bool) -> bool:
         """This store's advisory lock, waited for at most WRITE_LOCK_TIMEOUT_S (then "locked", as SQLite's busy
-        timeout says it); the timeout holds for the rest of the transaction's lock waits too."""
+        timeout says it; the timeout holds for the rest of the transaction's lock waits too), or with `wait`
+        False not at all (`Busy`). Whether reads left accesses for this transaction to apply."""
+        if not wait:
+            got, pending = conn.execute(self._q(
+                "SELECT pg_try_advisory_xact_lock(%s), EXISTS (SELECT 1 FROM {s}.pending_accesses)"),
+                (self._lock_key,)).fetchone()
+            if not got:
+                raise Busy
+            return bool(pending)
         conn.execute(f"SET LOCAL lock_timeout = '{int(WRITE_LOCK_TIMEOUT_S * 1000)}ms'")
         try:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            # The pending accesses are looked for in the same statement: the snapshot may be older than the
+            # lock, and one kept meanwhile waits for the next writer.
+            return bool(conn.execute(self._q(
+                "SELECT pg_advisory_xact_lock(%s), EXISTS (SELECT 1 FROM {s}.pending_accesses)"),
+                (self._lock_key,)).fetchone()[1])
         except _psycopg().errors.LockNotAvailable as e:
             raise StoreError(
                 f"store is locked: another writer held the write lock on {self.location} longer than the "
@@ -578,6 +592,13 @@ class PostgresStore(SQLStore):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Outermost call: BEGIN + this store's advisory lock (writers queue); inner calls: savepoints."""
+        with self._transaction(wait=True):
+            yield
+
+    @contextmanager
+    def _transaction(self, *, wait: bool) -> Iterator[None]:
+        """`transaction()`; with `wait=False` an outermost call that finds the write lock taken raises `Busy` at
+        once. The outermost call first applies the accesses that reads left pending (`record_access`)."""
         tx: _Tx | None = getattr(self._local, "tx", None)
         if tx is not None:
             if tx.edges:
@@ -604,7 +625,8 @@ class PostgresStore(SQLStore):
             tx = self._local.tx = _Tx(conn)
             try:
                 with conn.transaction():
-                    self._take_write_lock(conn)
+                    if self._take_write_lock(conn, wait):
+                        self._apply_pending(conn)
                     yield
                     if tx.edges:
                         self._send_edges(tx)
@@ -616,6 +638,19 @@ class PostgresStore(SQLStore):
                 raise
             finally:
                 self._local.tx = None
+
+    def _apply_pending(self, conn: Any) -> None:
+        """The accesses reads left, applied and deleted in this transaction: each once, in the order kept."""
+        rows = conn.execute(self._q(
+            "DELETE FROM {s}.pending_accesses RETURNING seq, key, ids, at, operation, insight_id, detail")).fetchall()
+        for r in sorted(rows):
+            base.apply_access(self, base.Access(r[1], tuple(r[2]), r[3], r[4], r[5], r[6]))
+
+    def _keep(self, access: base.Access) -> None:
+        """A row of `pending_accesses` (an insert waits for no lock), for the next write transaction of any
+        client."""
+        self._exec("INSERT INTO {s}.pending_accesses (key, ids, at, operation, insight_id, detail) "
+                   "VALUES (%s, %s, %s, %s, %s, %s)", (access.key, list(access.ids), *access[2:]))
 
     def _changed(self, active: int = 0, graph: Iterable[str] = (), stems: int = 0) -> None:
         """Count a change (active insights, their stemmed terms, the graph: the insights it touched): applied
@@ -748,7 +783,8 @@ class PostgresStore(SQLStore):
         if not counts:
             return
         self._exec(
-            "UPDATE {s}.insights i SET access_count = i.access_count + %s * v.n, last_accessed_at = %s "
+            "UPDATE {s}.insights i SET access_count = i.access_count + %s * v.n, "
+            "last_accessed_at = greatest(i.last_accessed_at, %s) "
             "FROM unnest(%s::text[], %s::int[]) AS v(id, n) WHERE i.id = v.id",
             (inc, now, list(counts), list(counts.values())),
         )

@@ -23,7 +23,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
-from .base import NO_FILTERS, AnnSearch, Filters, StoreDefaults
+from .base import NO_FILTERS, Access, AnnSearch, Filters, StoreDefaults, apply_access
 from . import gindex, vecfile
 from .vectors import VectorCache, nearest
 
@@ -38,6 +38,10 @@ OPLOG_COLS = "id, operation, insight_id, detail, created_at"
 WRITE_LOCK_TIMEOUT_S = 60
 # How long a served call's request id is kept (`claim_request`): far longer than a client waits to rerun it.
 REQUEST_KEEP_S = 86400.0
+
+
+class Busy(Exception):
+    """A transaction asked not to wait (`record_access`) found another writer holding the store's write lock."""
 
 
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
@@ -209,6 +213,16 @@ class SQLStore(StoreDefaults):
             sql += " AND deleted_at IS NULL"
         r = self._one(sql, (id,))
         return self._insight(r) if r else None
+
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        # A range of the primary key (ids compare byte-wise on both backends): [prefix, prefix with its last
+        # character's successor).
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self._exec(
+            "SELECT id FROM {s}.insights WHERE id >= ? AND id < ? AND {u}deleted_at IS NULL ORDER BY id LIMIT ?",
+            (prefix, upper, limit),
+        )
+        return [r[0] for r in rows]
 
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         out: dict[str, Insight] = {}
@@ -540,6 +554,25 @@ class SQLStore(StoreDefaults):
         """The database this store opened is no longer the one its settings name (a file store's file removed or
         restored over); a server's database stays the same."""
         return False
+
+    def record_access(self, access: Access) -> bool:
+        """Applied at once in a transaction of its own when the write lock is free, else kept (`_keep`) for the
+        next write transaction, which applies it first: never waits for another writer."""
+        try:
+            with self._transaction(wait=False):
+                apply_access(self, access)  # type: ignore[arg-type]
+            return True
+        except Busy:
+            self._keep(access)
+            return False
+
+    def _transaction(self, *, wait: bool) -> AbstractContextManager[None]:
+        """`transaction()`, or with `wait=False` `Busy` when another writer holds the store's write lock."""
+        raise NotImplementedError
+
+    def _keep(self, access: Access) -> None:
+        """Keep an access beside the store for its next write transaction, taking no lock of the database."""
+        raise NotImplementedError
 
     def claim_request(self, request_id: str, now: str) -> bool:
         """Record a served call's request id in the open write transaction (`once.py`); False when it is there

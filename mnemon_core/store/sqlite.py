@@ -30,10 +30,11 @@ from ..models import Edge, Insight
 from ..text import document, terms, token_set
 from . import ann, base, gindex
 from .base import NO_FILTERS, DumpRow, Filters, TokenHit
+from .accessfile import AccessFile
 from .journal import GraphJournal
 from .sql import (
-    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Dialect, SQLStore, in_chunks, json_lists, json_mapping,
-    metadata_json, oplog_trim, where,
+    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks, json_lists,
+    json_mapping, metadata_json, oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
 
@@ -364,6 +365,8 @@ class SQLiteStore(SQLStore):
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
         self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
+        self._pending = AccessFile(self.path)  # reads' accesses waiting for the write lock (`record_access`)
+        self._ready = False  # the schema is this code's: a transaction may apply pending accesses
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
         while True:
             try:
@@ -404,6 +407,7 @@ class SQLiteStore(SQLStore):
                 self.db.execute("PRAGMA synchronous = NORMAL")
                 self.db.execute("PRAGMA cache_size = -65536")  # 64 MiB of page cache
                 self._migrate()
+                self._ready = True
             elif self.db.execute("PRAGMA user_version").fetchone()[0] < 100 + len(MIGRATIONS):
                 raise StoreError(
                     f"{self.path} needs a schema upgrade, which --readonly cannot do: run one command on it "
@@ -443,14 +447,27 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Outermost call: BEGIN IMMEDIATE (a second writer waits on the busy timeout); inner: savepoint."""
-        with self._lock:
+        with self._transaction(wait=True):
+            yield
+
+    @contextmanager
+    def _transaction(self, *, wait: bool) -> Iterator[None]:
+        """`transaction()`; with `wait=False` a call that finds the write lock taken (this store object's, then
+        the database's) raises `Busy` at once. The outermost call first applies the accesses that reads left
+        pending (`record_access`)."""
+        if not self._lock.acquire(blocking=wait):
+            raise Busy
+        try:
             name = f"sp{self._depth}"
             if self._depth == 0:
-                self._begin()
+                self._begin(wait)
             else:
                 self.db.execute(f"SAVEPOINT {name}")
             self._depth += 1
             try:
+                if self._depth == 1 and self._ready:  # what reads left for the next writer comes first
+                    for access in self._pending.take():
+                        base.apply_access(self, access)
                 yield
             except BaseException:
                 self._depth -= 1
@@ -488,16 +505,27 @@ class SQLiteStore(SQLStore):
                         self._journal.abort()
                     else:
                         self._journal.commit(counter, self._graph_gen)
+                    self._pending.applied()
                 else:
                     self.db.execute(f"RELEASE {name}")
+        finally:
+            self._lock.release()
 
-    def _begin(self) -> None:
+    def _begin(self, wait: bool = True) -> None:
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            if not wait:
+                self.db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
+            finally:
+                if not wait:
+                    self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             self._journal.begin(self._graph_gen)
         except sqlite3.OperationalError as e:
             if _code(e) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise
+            if not wait:
+                raise Busy from None
             raise StoreError(
                 f"database is locked: another process held the write lock on {self.path} longer than the "
                 f"{BUSY_TIMEOUT_MS / 1000:g} s busy timeout; try again", path=str(self.path),
@@ -582,9 +610,18 @@ class SQLiteStore(SQLStore):
 
     def touch(self, ids: Sequence[str], now: str, inc: int = 1) -> None:
         self.db.executemany(
-            "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ? WHERE id = ?",
+            "UPDATE insights SET access_count = access_count + ?, "
+            "last_accessed_at = max(coalesce(last_accessed_at, ''), ?) WHERE id = ?",
             [(inc, now, i) for i in ids],
         )
+
+    def _keep(self, access: base.Access) -> None:
+        """In the file beside the database (`accessfile.py`), for the next write transaction of any process."""
+        try:
+            self._pending.add(access)
+        except OSError as e:
+            raise StoreError(f"cannot keep the access for the next writer in {self._pending.path}: {e.strerror}",
+                             path=str(self.path)) from e
 
     def set_effective_importance(self, values: dict[str, float]) -> None:
         self.db.executemany(

@@ -72,7 +72,7 @@ def validate_content(content: str) -> str:
     n = len(content.encode("utf-8"))
     if n > MAX_CONTENT_BYTES:
         raise ValidationError(
-            f"content too long ({n} chars, max {MAX_CONTENT_BYTES}); "
+            f"content too long ({n} bytes, max {MAX_CONTENT_BYTES}); "
             "consider chunking into multiple remember calls",
             field="content",
         )
@@ -97,7 +97,7 @@ def validate_tags(tags: str | Sequence[str] | None) -> list[str]:
     for t in items:
         n = len(t.encode("utf-8"))
         if n > MAX_TAG_BYTES:
-            raise ValidationError(f"tag too long ({n} chars, max {MAX_TAG_BYTES}): {t[:50]}", field="tags")
+            raise ValidationError(f"tag too long ({n} bytes, max {MAX_TAG_BYTES}): {t[:50]}", field="tags")
     if len(items) > MAX_TAGS:
         raise ValidationError(f"too many tags ({len(items)}, max {MAX_TAGS})", field="tags")
     return items
@@ -109,7 +109,7 @@ def validate_entities(entities: str | Sequence[str] | None) -> list[str]:
         n = len(e.encode("utf-8"))
         if n > MAX_ENTITY_BYTES:
             raise ValidationError(
-                f"entity too long ({n} chars, max {MAX_ENTITY_BYTES}): {e[:50]}", field="entities"
+                f"entity too long ({n} bytes, max {MAX_ENTITY_BYTES}): {e[:50]}", field="entities"
             )
     if len(items) > MAX_ENTITIES:
         raise ValidationError(f"too many entities ({len(items)}, max {MAX_ENTITIES})", field="entities")
@@ -129,7 +129,7 @@ def validate_source(source: str | None) -> str:
     src = "user" if source is None else validate_text(source, "source")
     n = len(src.encode("utf-8"))
     if n > MAX_SOURCE_BYTES:
-        raise ValidationError(f"source too long ({n} chars, max {MAX_SOURCE_BYTES})", field="source")
+        raise ValidationError(f"source too long ({n} bytes, max {MAX_SOURCE_BYTES})", field="source")
     return src
 
 

@@ -27,7 +27,7 @@ export default {
     api.on("before_prompt_build", async (event, ctx) => {
       const session = sessionOf(ctx);
       const prime = primed.get(session) ?? cache(primed, session, hook("prime", { session }));
-      const payload = { prompt: event?.prompt ?? "", last_assistant_message: lastOf(event?.messages, "assistant") };
+      const payload = { prompt: event?.prompt ?? "", session, ...lastExchange(event?.messages) };
       const answers = [prime];
       if (compacted.delete(session)) answers.push(hook("compact", { session }));
       answers.push(hook("remind", payload), hook("nudge", payload));

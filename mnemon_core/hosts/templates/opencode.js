@@ -21,7 +21,7 @@ export const MnemonPlugin = async () => ({
     if (user.parts.some((p) => String(p?.id).startsWith("mnemon-"))) return;
     let turn = turns.get(sessionID);
     if (turn?.id !== id) {
-      const payload = { session_id: sessionID, last_assistant_message: lastOf(messages.slice(0, at), "assistant") };
+      const payload = { session_id: sessionID, ...lastExchange(messages.slice(0, at)) };
       turn = cache(turns, sessionID, { id, answers: Promise.all([hook("remind", payload), hook("nudge", payload)]) });
     }
     for (const { part } of await turn.answers) {

@@ -24,7 +24,7 @@ export default function mnemon(pi) {
   });
 
   pi.on("agent_end", async (event) => {
-    nudge = hook("nudge", { last_assistant_message: lastOf(event?.messages, "assistant") });
+    nudge = hook("nudge", lastExchange(event?.messages));
   });
 
   pi.on("session_compact", async () => {

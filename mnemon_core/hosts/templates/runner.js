@@ -40,6 +40,15 @@ function lastOf(messages, role) {
   return list.findLast((m) => (m?.role ?? m?.info?.role) === role) ?? null;
 }
 
+// The last exchange in a host's list, as the nudge hook reads it: the last assistant message and the user message
+// before it (null where there is none).
+function lastExchange(messages) {
+  const list = Array.isArray(messages) ? messages : [];
+  const at = list.findLastIndex((m) => (m?.role ?? m?.info?.role) === "assistant");
+  const user = lastOf(list.slice(0, Math.max(at, 0)), "user");
+  return { last_user_message: user, last_assistant_message: list[at] ?? null };
+}
+
 // Keep `value` for `key`, forgetting the oldest key past MAX_SESSIONS; returns `value`.
 function cache(map, key, value) {
   map.delete(key);
