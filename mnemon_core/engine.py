@@ -11,7 +11,9 @@ dropped; a request's write records its id (`once.py`), so a client's in-process 
 
 What it keeps warm: `Memory` objects per configuration (store, embedder, readonly, …), so the embedding model,
 the vector matrix and the recall memo are loaded once. A request takes an idle one or a new one: no request
-waits for another, as no in-process call waits for another process. Before each command the Memory lets go of a
+waits for another, as no in-process call waits for another process. The Memory objects of one embedder
+configuration share one embedder, so its vector cache (model, query or passage, text: `embed/base.py`) answers an
+agent that recalls the same words on consecutive turns without embedding them again, whichever Memory serves. Before each command the Memory lets go of a
 store whose file was removed or replaced (`store remove`, a restore), so no write goes to a file nobody reads.
 
 It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300), on `mnemon daemon stop`, on
@@ -149,6 +151,7 @@ class Engine:
         # (or a new one) for its whole run and gives it back, so requests never wait for each other.
         self.memories: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
         self.busy: dict[tuple[Any, ...], int] = {}
+        self.embedders: dict[tuple[Any, ...], Any] = {}  # the embedder settings → the one embedder they share
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
         self.dir_fd: int | None = None
@@ -448,7 +451,7 @@ class Engine:
             mem = idle.pop() if idle else None
             self.busy[key] = self.busy.get(key, 0) + 1
         if mem is None:
-            mem = Memory(settings=settings)
+            mem = Memory(settings=settings, embedder=self._embedder(settings))
         _held.get().append((key, mem))
         if mem.reopen_if_replaced():  # the idle others of that store hold the old file too: let them go now
             with self.memories_lock:
@@ -457,6 +460,22 @@ class Engine:
                 with contextlib.suppress(Exception):
                     other.close()
         return mem
+
+    def _embedder(self, settings: Any) -> Any:
+        """The embedder of these settings, one per embedder configuration (its cache and model shared), or UNSET
+        when the settings name none that can be built (the Memory then meets and reports the fault itself)."""
+        from .config import UNSET
+        from .embed import get_embedder
+        from .errors import MnemonError
+
+        key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k.startswith("embed")))
+        with self.memories_lock:
+            if key not in self.embedders:
+                try:
+                    self.embedders[key] = get_embedder(settings)
+                except MnemonError:
+                    return UNSET
+            return self.embedders[key]
 
     def _give_back(self, held: list[tuple[tuple[Any, ...], Any]]) -> None:
         """The request's Memory objects are idle again; past MAX_IDLE_MEMORIES, the least recently used idle

@@ -403,3 +403,43 @@ def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -
                        timeout=120)
     assert json.loads(p.stdout.splitlines()[-1]) == {"code": 0, "new": []}, p.stderr
     assert "warm-up" not in p.stderr  # the engine's log: its warm-up met no fault
+
+
+CACHE_PROBE = """
+import json, os, sys, threading, time
+from mnemon_core import client, resident
+from mnemon_core.embed import local
+from mnemon_core.engine import Engine
+calls = []
+plain = local.LocalEmbedder._call
+local.LocalEmbedder._call = staticmethod(lambda windows, *, query: calls.append(list(windows)) or plain(windows, query=query))
+data_dir = sys.argv[1]
+engine = Engine(data_dir)
+thread = threading.Thread(target=engine.run, daemon=True)
+thread.start()
+deadline = time.monotonic() + 60
+while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
+    time.sleep(0.01)
+env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+env["MNEMON_DATA_DIR"] = data_dir
+seen = []
+for n, argv in enumerate([["recall", "the job queue"], ["recall", "the job queue"], ["--readonly", "recall",
+                          "the job queue"], ["recall", "another question"]]):
+    before = len(calls)
+    reply = resident.ask(data_dir, {"op": "run", "id": f"{n:032d}", "argv": argv, "stdin": None, "env": env})
+    seen.append([reply["code"], len(calls) - before])
+engine.stop()
+thread.join(60)
+print(json.dumps(seen))
+"""
+
+
+def test_a_repeated_query_is_not_embedded_again(engine_on: Path) -> None:
+    """An agent recalls the same words on consecutive turns: the engine embeds them once, whichever of its warm
+    Memory objects (here a readonly one too) serves the call; other words are embedded."""
+    run_cli("remember", "Chose SQLite for the job queue", env={"MNEMON_DAEMON": "off", "MNEMON_EMBEDDER": "local"})
+    env = {**os.environ, "MNEMON_EMBEDDER": "local",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", CACHE_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
+                       timeout=180)
+    assert json.loads(p.stdout.splitlines()[-1]) == [[0, 1], [0, 0], [0, 0], [0, 1]], p.stderr
