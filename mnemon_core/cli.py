@@ -189,11 +189,32 @@ def _store(a: argparse.Namespace) -> None:
 @command("import")
 def _import(a: argparse.Namespace) -> None:
     mem = memory(a, creates=True)
-    r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff)
+    r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff, vectors=a.vectors)
     if isinstance(r, str):
         sys.stdout.write(r + "\n")
-    else:
-        emit(r)
+        return
+    emit(r)
+    if r.vectors_pending:
+        _fill_behind(mem.settings, r.vectors_pending, getattr(a, "no_daemon", False))
+
+
+def _fill_behind(settings: Any, pending: int, no_daemon: bool) -> None:
+    """After an import that queued its vectors: the data directory's resident engine fills them in when idle
+    (asked now, or started for it, with this store's settings); with the engine off, `embed --all` does."""
+    from . import client, resident
+
+    note = f"mnemon: {pending} insights are in without their vectors yet (recall ranks them by the other signals)"
+    if no_daemon or os.environ.get("MNEMON_DAEMON", "").strip().lower() in client.OFF:
+        print(f"{note}; `mnemon embed --all` fills them in", file=sys.stderr)
+        return
+    # The variables a served call sends, with the store this import wrote to (its flags included).
+    os.environ.update({"MNEMON_DATA_DIR": str(settings.data_dir), "MNEMON_STORE": settings.store,
+                       **({"MNEMON_DATABASE_URL": settings.database_url} if settings.database_url else {})})
+    env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+    if resident.ask(settings.data_dir, {"op": "fill", "env": env}) is None:
+        resident.start_after(str(settings.data_dir))
+    print(f"{note}; the resident engine fills them in when idle (`mnemon status`: vectors_pending), "
+          "`mnemon embed --all` at once", file=sys.stderr)
 
 
 @command("embed")
@@ -558,6 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--no-diff", action="store_true")
+    s.add_argument("--vectors", choices=("auto", "now", "later"), default="auto",
+                   help="auto: a large import is recallable at once and fills its vectors in behind; now: wait for "
+                   "them; later: always fill them in behind (docs/import.md)")
 
     s = cmd("embed", "Embed insights: one id, --all (backfill) or --status")
     s.add_argument("id", nargs="?")
@@ -639,6 +663,11 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
                 print(f'mnemon: created store "{new.store}"', file=sys.stderr)
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as e:  # Ctrl-C: one line, the shell's status for SIGINT; a long run says how far
+        from .errors import Interrupted
+
+        print(str(e) if isinstance(e, Interrupted) else "interrupted", file=sys.stderr)
+        return 130
     except Exception as e:  # the one error boundary
         from .config import debug
         from .errors import fault_message

@@ -16,7 +16,13 @@ configuration share one embedder, so its vector cache (model, query or passage, 
 agent that recalls the same words on consecutive turns without embedding them again, whichever Memory serves. Before each command the Memory lets go of a
 store whose file was removed or replaced (`store remove`, a restore), so no write goes to a file nobody reads.
 
-It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300), on `mnemon daemon stop`, on
+Behind the requests it fills in the vectors large imports queued (`write/importer.py`): while no request runs
+(FILL_AFTER_IDLE_S after the last one), one import batch at a time, in a thread at low priority, for every
+writable configuration it has served or been asked to fill (`{"op": "fill"}`, which `mnemon import` sends).
+A request that arrives meanwhile waits at most for one short call of the model (`embed/local.py`:
+CALL_TOKENS), and no new batch starts until it is answered.
+
+It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300; not while it fills), on `mnemon daemon stop`, on
 SIGTERM, and when its socket or its data directory is gone. Its state file `engine-<key>.json` (pid, start
 time, code), its lock `engine-<key>.lock` (held for its life, so two started at once never both serve) and the
 shared log `engine.log` sit in the data directory.
@@ -48,6 +54,9 @@ REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this 
 STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
 WARM_NICE = 10  # the warm-up's priority: below the calls that run in-process meanwhile
 WARM_QUERY = "warm up"  # the warm-up's recall (readonly: it counts no access)
+FILL_AFTER_IDLE_S = 1.0  # the vector fill starts a batch only this long after the last request ended
+FILL_POLL_S = 0.5  # how often an idle filler looks for queued vectors
+FILL_RETRY_S = 60.0  # after a fill failed (the embedder down), how long before that configuration is tried again
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -152,6 +161,9 @@ class Engine:
         self.memories: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
         self.busy: dict[tuple[Any, ...], int] = {}
         self.embedders: dict[tuple[Any, ...], Any] = {}  # the embedder settings → the one embedder they share
+        # The writable configurations whose queued vectors the filler looks for, with when it may next try.
+        self.fill_targets: dict[tuple[Any, ...], tuple[Any, float]] = {}
+        self.filling = False  # the filler is writing a batch: the engine is not idle
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
         self.dir_fd: int | None = None
@@ -187,12 +199,14 @@ class Engine:
             if server is None:
                 return
             _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
+            threading.Thread(target=self._filler, daemon=True).start()
             while not self.stopping.is_set():
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
                     with self.lock:
-                        idle = self.active == 0 and time.monotonic() - self.last_request > self.idle_s
+                        idle = (self.active == 0 and not self.filling
+                                and time.monotonic() - self.last_request > self.idle_s)
                     if idle or self._gone():
                         self.stop()
                     continue
@@ -345,6 +359,9 @@ class Engine:
         elif op == "stop":
             self.stop()
             resident.send(conn, {"pid": os.getpid(), "stopping": True})
+        elif op == "fill" and self._here(request.get("env")):
+            self._want_fill(request["env"])
+            resident.send(conn, {"filling": True})
         elif op == "run" and self._serves(request):
             beats = _Heartbeat(conn)
             if not beats.start():
@@ -353,10 +370,13 @@ class Engine:
 
     def _serves(self, request: dict[str, Any]) -> bool:
         """A well-formed request for this engine's data directory (the client resolves it and sends it)."""
-        env, argv = request.get("env"), request.get("argv")
+        argv = request.get("argv")
+        return (self._here(request.get("env")) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and isinstance(request.get("id"), str) and isinstance(request.get("stdin"), (str, type(None))))
+
+    def _here(self, env: Any) -> bool:
+        """Process variables (names and values text) that name this engine's data directory."""
         return (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-                and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
-                and isinstance(request.get("id"), str) and isinstance(request.get("stdin"), (str, type(None)))
                 and os.path.realpath(env.get("MNEMON_DATA_DIR", "")) == self.data_dir)
 
     def _run(self, argv: list[str], env: dict[str, str], stdin: str | None, request_id: str) -> dict[str, Any]:
@@ -380,6 +400,64 @@ class Engine:
             _held.reset(tokens[2])
             _stdin.reset(tokens[3])
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
+
+    def _want_fill(self, env: dict[str, str]) -> None:
+        """Fill the queued vectors of the configuration these variables name (`mnemon import` asks it)."""
+        from .config import Settings
+
+        token = _request_env.set(env)
+        try:
+            settings = Settings.resolve(origin="cli")
+        except Exception as e:  # noqa: BLE001 - a bad variable: the import said its own error already
+            _log(f"fill: {type(e).__name__}: {e}")
+            return
+        finally:
+            _request_env.reset(token)
+        self._fill_target(settings)
+
+    def _fill_target(self, settings: Any) -> None:
+        if not settings.readonly and settings.embedder != "none":
+            with self.memories_lock:
+                self.fill_targets.setdefault(_memory_key(settings), (settings, 0.0))
+
+    def _filler(self) -> None:
+        """The vector fill (see the module's docstring), in its own thread at WARM_NICE until the engine stops.
+        The thread's OpenMP workers are its own, at its priority."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, 0, WARM_NICE)
+        while not self.stopping.wait(FILL_POLL_S):
+            with self.lock:
+                if self.active or time.monotonic() - self.last_request < FILL_AFTER_IDLE_S:
+                    continue
+            with self.memories_lock:
+                due = [(k, st) for k, (st, after) in self.fill_targets.items() if after <= time.monotonic()]
+            for key, settings in due:
+                if self.stopping.is_set() or self.active:
+                    break
+                self._fill_one(key, settings)
+
+    def _fill_one(self, key: tuple[Any, ...], settings: Any) -> None:
+        """One import batch of this configuration's queue, through a warm Memory taken like a request's."""
+        held: list[tuple[tuple[Any, ...], Any]] = []
+        token = _held.set(held)
+        with self.lock:
+            self.filling = True
+        try:
+            mem = self._memory(settings)
+            if mem.store.count_queued():
+                mem.fill_vectors(batches=1)
+            else:  # nothing (more) to fill: an import that queues more asks again
+                with self.memories_lock:
+                    self.fill_targets.pop(key, None)
+        except Exception as e:  # noqa: BLE001 - the embedder down, the store gone: try again later
+            _log(f"fill: {type(e).__name__}: {e}")
+            with self.memories_lock:
+                self.fill_targets[key] = (settings, time.monotonic() + FILL_RETRY_S)
+        finally:
+            self._give_back(held)
+            _held.reset(token)
+            with self.lock:
+                self.filling = False
 
     def _warm(self) -> None:
         """Build the CLI's parser, open the store the client that started the engine uses (its variables are
@@ -444,7 +522,8 @@ class Engine:
         idle or new; given back when the request ends (`_give_back`)."""
         from .memory import Memory
 
-        key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
+        key = _memory_key(settings)
+        self._fill_target(settings)
         with self.memories_lock:
             idle = self.memories.setdefault(key, [])
             self.memories.move_to_end(key)
@@ -509,6 +588,11 @@ class Engine:
             "idle_timeout_s": self.idle_s,
             "socket": os.path.join(self.data_dir, self.socket_name),
         }
+
+
+def _memory_key(settings: Any) -> tuple[Any, ...]:
+    """The configuration a warm Memory serves: every setting but those a command passes with each call."""
+    return tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
 
 
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})

@@ -334,9 +334,16 @@ def _m007_graph_log(run: Callable[..., Any]) -> None:
         (int.from_bytes(os.urandom(6), "little"),))
 
 
+def _m008_vector_queue(run: Callable[..., Any]) -> None:
+    """The insights a large import wrote without their vectors, in its batches and order, as on SQLite."""
+    run("CREATE TABLE IF NOT EXISTS {s}.vector_queue (insight_id text COLLATE \"C\" PRIMARY KEY REFERENCES "
+        "{s}.insights(id) ON DELETE CASCADE, batch bigint NOT NULL, pos bigint NOT NULL)")
+    run("CREATE INDEX IF NOT EXISTS vector_queue_order ON {s}.vector_queue (batch, pos)")
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
     _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
-    _m006_requests, _m007_graph_log,
+    _m006_requests, _m007_graph_log, _m008_vector_queue,
 ]
 
 
