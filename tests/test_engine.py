@@ -443,3 +443,25 @@ def test_a_repeated_query_is_not_embedded_again(engine_on: Path) -> None:
     p = subprocess.run([sys.executable, "-c", CACHE_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
                        timeout=180)
     assert json.loads(p.stdout.splitlines()[-1]) == [[0, 1], [0, 0], [0, 0], [0, 1]], p.stderr
+
+
+def test_the_engine_fills_in_the_vectors_an_import_queued(engine_on: Path, tmp_path: Path) -> None:
+    """`import --vectors later` with the engine on: the import answers with its insights in, starts the engine,
+    and the engine, idle, embeds the queued insights and links them; status comes down to none pending."""
+    items = [{"content": f"The billing service was moved to the new cluster in week {i % 7 + 1}, after incident {i}."}
+             for i in range(20)]
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps({"schema_version": "1", "source": "chat-export", "insights": items}), encoding="utf-8")
+    env = {"MNEMON_EMBEDDER": "local"}
+    r = run_cli("import", "--vectors", "later", str(path), env=env)
+    assert r.code == 0 and r.json()["vectors_pending"] == 20, r.err
+    assert "the resident engine fills them in when idle" in r.err
+    deadline = time.monotonic() + 180
+    while (pending := run_cli("status", env=env).json()["vectors_pending"]) and time.monotonic() < deadline:
+        time.sleep(3)  # the engine fills only between requests (a second after the last one)
+    assert pending == 0, (engine_on / "engine.log").read_text(encoding="utf-8")
+    db = sqlite3.connect(engine_on / "data" / "default" / "mnemon.db")
+    assert db.execute("SELECT count(embedding) FROM insights").fetchone()[0] == 20
+    assert db.execute("SELECT count(*) FROM edges WHERE edge_type = 'semantic'").fetchone()[0] > 0
+    db.close()
+    assert "fill:" not in (engine_on / "engine.log").read_text(encoding="utf-8")
