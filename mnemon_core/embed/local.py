@@ -50,9 +50,11 @@ WAIT_POLICY = "passive"
 # Threads for a call of one text (a recall's query, a remember): the fastest in wall time on a busy machine and
 # no slower on a quiet one (measured: embed_speed.py's thread table).
 SINGLE_THREADS = 1
-# Tokens per model call of a batch: ~0.3 CPU s (about 1.2 ms a token on one core here), so a Ctrl-C is acted on
-# within a fraction of a second; throughput per CPU second is flat from ~200 tokens a call up (measured).
-CALL_TOKENS = 256
+# Tokens per model call of a batch (one window of up to 512 may be alone in a call): ~0.6 CPU s, about 0.3 s of
+# two cores (1.2 ms a token on one core here), so a Ctrl-C is acted on within a second even beside a busy
+# neighbour; the model's texts per CPU second were 11 % lower at ~190 tokens a call and flat from ~380 up
+# (measured: 31.7 at 8 texts a call, 35.6-35.7 at 16, 32, 64 and 256).
+CALL_TOKENS = 512
 
 _model: Any = None
 _model_error: str | None = None
