@@ -390,7 +390,7 @@ class MnemonRanker:
             raise RuntimeError(f"{settings.db_path} exists: give --store-dir an empty directory")
         t0 = time.perf_counter()
         with Memory(settings=settings, embedder=embedder) as writer, seeded_ids(f"{seed}/{conv.sample_id}/{kind}"):
-            result = writer.import_draft(build_draft(conv), no_diff=True)
+            result = writer.import_draft(build_draft(conv), no_diff=True, vectors="now")
         self.import_s = time.perf_counter() - t0
         if result.errors or result.imported != len(conv.turns):
             raise RuntimeError(f"{conv.sample_id}: imported {result.imported}/{len(conv.turns)}, {result.errors} errors")

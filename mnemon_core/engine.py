@@ -13,8 +13,9 @@ What it keeps warm: `Memory` objects per configuration (store, embedder, readonl
 the vector matrix and the recall memo are loaded once. A request takes an idle one or a new one: no request
 waits for another, as no in-process call waits for another process. The Memory objects of one embedder
 configuration share one embedder, so its vector cache (model, query or passage, text: `embed/base.py`) answers an
-agent that recalls the same words on consecutive turns without embedding them again, whichever Memory serves. Before each command the Memory lets go of a
-store whose file was removed or replaced (`store remove`, a restore), so no write goes to a file nobody reads.
+agent that recalls the same words on consecutive turns without embedding them again, whichever Memory serves.
+Before each command the Memory lets go of a store whose file was removed or replaced (`store remove`, a
+restore), so no write goes to a file nobody reads.
 
 Behind the requests it fills in the vectors large imports queued (`write/importer.py`): while no request runs
 (FILL_AFTER_IDLE_S after the last one), one import batch at a time, in a thread at low priority, for every
@@ -22,10 +23,10 @@ writable configuration it has served or been asked to fill (`{"op": "fill"}`, wh
 A request that arrives meanwhile waits at most for one short call of the model (`embed/local.py`:
 CALL_TOKENS), and no new batch starts until it is answered.
 
-It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300; not while it fills), on `mnemon daemon stop`, on
-SIGTERM, and when its socket or its data directory is gone. Its state file `engine-<key>.json` (pid, start
-time, code), its lock `engine-<key>.lock` (held for its life, so two started at once never both serve) and the
-shared log `engine.log` sit in the data directory.
+It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300; not while it fills), on `mnemon
+daemon stop`, on SIGTERM, and when its socket or its data directory is gone. Its state file
+`engine-<key>.json` (pid, start time, code), its lock `engine-<key>.lock` (held for its life, so two started at
+once never both serve) and the shared log `engine.log` sit in the data directory.
 """
 
 from __future__ import annotations
