@@ -372,7 +372,8 @@ def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
     assert resident.code_stamp() == f"{mnemon_core.__version__}:{len(files)}:{newest}"
 
 
-WARM_PROBE = """
+# A probe's start: the engine of the data directory argv[1], serving in a thread of the probe's process.
+ENGINE_IN_THREAD = """
 import json, os, sys, threading, time
 from mnemon_core import client, resident
 from mnemon_core.engine import Engine
@@ -383,8 +384,10 @@ thread.start()
 deadline = time.monotonic() + 60
 while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
     time.sleep(0.01)
-before = set(sys.modules)
 env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+"""
+WARM_PROBE = ENGINE_IN_THREAD + """
+before = set(sys.modules)
 reply = resident.ask(data_dir, {"op": "run", "id": "0" * 32, "argv": ["recall", "warm"], "stdin": None,
                                 "env": {**env, "MNEMON_DATA_DIR": data_dir}})
 engine.stop()
@@ -405,22 +408,11 @@ def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -
     assert "warm-up" not in p.stderr  # the engine's log: its warm-up met no fault
 
 
-CACHE_PROBE = """
-import json, os, sys, threading, time
-from mnemon_core import client, resident
+CACHE_PROBE = ENGINE_IN_THREAD + """
 from mnemon_core.embed import local
-from mnemon_core.engine import Engine
 calls = []
 plain = local.LocalEmbedder._call
 local.LocalEmbedder._call = staticmethod(lambda windows, *, query: calls.append(list(windows)) or plain(windows, query=query))
-data_dir = sys.argv[1]
-engine = Engine(data_dir)
-thread = threading.Thread(target=engine.run, daemon=True)
-thread.start()
-deadline = time.monotonic() + 60
-while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
-    time.sleep(0.01)
-env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
 env["MNEMON_DATA_DIR"] = data_dir
 seen = []
 for n, argv in enumerate([["recall", "the job queue"], ["recall", "the job queue"], ["--readonly", "recall",
