@@ -121,3 +121,17 @@ def test_auto_defers_past_the_threshold_only(tmp_path: Path, monkeypatch: pytest
         assert not importer.defers(mem._context(), d, "later")
     with pytest.raises(ValueError, match='invalid vectors "soon"; valid: auto, now, later'):
         Memory(data_dir=tmp_path).import_draft(draft(0, 1), vectors="soon")
+
+
+def test_a_queued_insight_forgotten_before_its_vector_gets_none(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importer, "IMPORT_BATCH", 4)
+    with Memory(data_dir=tmp_path, embedder="local") as mem:
+        got = mem.import_draft(draft(0, 10), vectors="later")
+        ids = [r.id for r in got.results]
+        for id_ in ids[:4] + ids[5:6]:  # a whole queue batch, and one of the next
+            mem.forget(id_)
+        assert mem.fill_vectors() == 5
+        assert mem.status().vectors_pending == 0
+        name = mem.embedder.name
+        assert [mem.store.get_vector(i, name) is not None for i in ids] == [False] * 4 + [True, False] + [True] * 4

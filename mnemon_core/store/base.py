@@ -234,7 +234,7 @@ class Vectors(Protocol):
         """Take a batch off the queue; False when it was not there (another process filled it)."""
         ...
     def count_queued(self) -> int:
-        """Active insights in the queue."""
+        """Insights in the queue (one forgotten meanwhile counts until its batch is filled)."""
         ...
 
 

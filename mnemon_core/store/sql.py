@@ -403,8 +403,9 @@ class SQLStore(StoreDefaults):
         return True
 
     def count_queued(self) -> int:
-        r = self._one("SELECT count(*) FROM {s}.vector_queue q JOIN {s}.insights i ON i.id = q.insight_id "
-                      "WHERE i.deleted_at IS NULL")
+        # The queue's rows alone (recall asks on every call; a join would read each queued insight's row): an
+        # insight forgotten while queued still counts until its batch is filled.
+        r = self._one("SELECT count(*) FROM {s}.vector_queue")
         return int(r[0]) if r else 0
 
     def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
