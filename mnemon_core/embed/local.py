@@ -16,9 +16,8 @@ import importlib.util
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
