@@ -310,7 +310,7 @@ class Engine:
     def _close(self) -> None:
         self.stop()
         deadline = time.monotonic() + STOP_GRACE_S
-        while self.active and time.monotonic() < deadline:  # let requests in flight finish their transaction
+        while (self.active or self.filling) and time.monotonic() < deadline:  # requests and a fill in flight end
             time.sleep(0.01)
         with self.memories_lock:
             idle = [m for ms in self.memories.values() for m in ms]
@@ -439,14 +439,16 @@ class Engine:
 
     def _fill_one(self, key: tuple[Any, ...], settings: Any) -> None:
         """One import batch of this configuration's queue, through a warm Memory taken like a request's."""
+        with self.lock:
+            if self.stopping.is_set() or self.active:
+                return
+            self.filling = True
         held: list[tuple[tuple[Any, ...], Any]] = []
         token = _held.set(held)
-        with self.lock:
-            self.filling = True
         try:
             mem = self._memory(settings)
             if mem.store.count_queued():
-                mem.fill_vectors(batches=1)
+                mem.fill_vectors(batches=1, stop=self.stopping.is_set)  # a stop leaves the batch queued
             else:  # nothing (more) to fill: an import that queues more asks again
                 with self.memories_lock:
                     self.fill_targets.pop(key, None)

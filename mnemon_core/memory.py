@@ -450,14 +450,15 @@ class Memory:
         self._maintain_index()
         return result
 
-    def fill_vectors(self, *, batches: int | None = None) -> int:
+    def fill_vectors(self, *, batches: int | None = None, stop: Callable[[], bool] | None = None) -> int:
         """Embed what large imports queued (`import_draft`'s `vectors_pending`), oldest first, at most `batches`
         import batches (None: all), with the semantic edges the imports would have made; returns the vectors
-        written. `embed(all=True)` does this first, with a progress bar."""
+        written. `stop()`, asked every few texts: True leaves the batch at hand queued and returns.
+        `embed(all=True)` does this first, with a progress bar."""
         from .write import importer
 
         self._writable("embed")
-        written = importer.fill_queued(self._context(), batches=batches)
+        written = importer.fill_queued(self._context(), batches=batches, stop=stop)
         if written:
             self._maintain_index()
         return written

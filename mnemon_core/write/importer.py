@@ -22,7 +22,7 @@ store ends as it would have. Recall meanwhile ranks by the other signals, and sa
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -52,6 +52,8 @@ IMPORT_BATCH = 500
 IMPORT_DEFER_TOKENS = 100_000
 # e5 reads at most one window of a text (`embed/local.py`); a token is about 4 bytes of English.
 _WINDOW_TOKENS, _BYTES_PER_TOKEN = 512, 4
+# Texts a fill embeds between two looks at whether to stop (`fill_queued`).
+FILL_SLICE = 32
 # `vectors`: "auto" (defer past IMPORT_DEFER_TOKENS), "now" (wait for them), "later" (always defer).
 VECTORS = ("auto", "now", "later")
 
@@ -273,13 +275,15 @@ class _Importer:
         return steps
 
 
-def fill_queued(ctx: Context, *, batches: int | None = None, advance: Advance | None = None) -> int:
+def fill_queued(ctx: Context, *, batches: int | None = None, advance: Advance | None = None,
+                stop: Callable[[], bool] | None = None) -> int:
     """Embed the insights deferring imports queued, oldest batch first, and write what each import deferred:
     their vectors and semantic edges (from the same comparisons the import would have made: `BatchCosines`
     over the store's vectors as they stand, the earlier batches' included, then the batch's earlier insights),
     and the EI of both ends of every new edge. One transaction per batch, which takes it off the queue (a batch
     another process filled meanwhile is not written twice). At most `batches` batches (None: all). Returns the
-    vectors written. Raises EmbedderError (the batch stays queued) when the embedder fails."""
+    vectors written. Raises EmbedderError (the batch stays queued) when the embedder fails. `stop`, asked
+    between slices of FILL_SLICE texts: True leaves the batch queued and returns (an engine that stops)."""
     store, emb = ctx.store, ctx.embedder
     if emb is None:
         return 0
@@ -289,7 +293,12 @@ def fill_queued(ctx: Context, *, batches: int | None = None, advance: Advance | 
         batch, rows = store.queued_vectors()
         if not rows:
             break
-        vecs = emb.embed_batch([r.content for r in rows])
+        parts = []
+        for at in range(0, len(rows), FILL_SLICE):  # the vectors are the same however the batch is cut
+            if stop is not None and stop():
+                return written
+            parts.append(emb.embed_batch([r.content for r in rows[at : at + FILL_SLICE]]))
+        vecs = np.concatenate(parts)
         ctx.fold_stale_index(int(vecs.shape[1]))
         cos = similarity.BatchCosines(store, emb.name, emb.calibration, dict(enumerate(vecs)),
                                       floor=SEMANTIC_AUTO_LINK, quantizer=quantizer, left=store.count_queued())
