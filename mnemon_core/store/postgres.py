@@ -335,9 +335,11 @@ def _m007_graph_log(run: Callable[..., Any]) -> None:
 
 
 def _m008_vector_queue(run: Callable[..., Any]) -> None:
-    """The insights a large import wrote without their vectors, in its batches and order, as on SQLite."""
-    run("CREATE TABLE IF NOT EXISTS {s}.vector_queue (insight_id text COLLATE \"C\" PRIMARY KEY REFERENCES "
-        "{s}.insights(id) ON DELETE CASCADE, batch bigint NOT NULL, pos bigint NOT NULL)")
+    """The insights a large import wrote without their vectors, in its batches and order, as on SQLite. No
+    foreign key (a bulk load drops and remakes the insights' key): the fill joins the insights, so a row whose
+    insight is gone is passed over and leaves with its batch."""
+    run("CREATE TABLE IF NOT EXISTS {s}.vector_queue (insight_id text COLLATE \"C\" PRIMARY KEY, "
+        "batch bigint NOT NULL, pos bigint NOT NULL)")
     run("CREATE INDEX IF NOT EXISTS vector_queue_order ON {s}.vector_queue (batch, pos)")
 
 
