@@ -330,13 +330,19 @@ class StoreDefaults:
     def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
         return []  # never asked: there is no file to build
 
-    queues_vectors = False
+    queues_vectors = False  # an import waits for its vectors: nothing is ever queued
+
+    def queue_vectors(self, ids: Sequence[str]) -> None:
+        raise NotImplementedError("this store keeps no vector queue (queues_vectors is False)")
 
     def count_queued(self) -> int:
         return 0
 
     def queued_vectors(self) -> tuple[int, list[Insight]]:
         return 0, []
+
+    def unqueue_vectors(self, batch: int) -> bool:
+        return False
 
 
 class Oplog(Protocol):
