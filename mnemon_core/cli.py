@@ -195,26 +195,14 @@ def _import(a: argparse.Namespace) -> None:
         return
     emit(r)
     if r.vectors_pending:
-        _fill_behind(mem.settings, r.vectors_pending, getattr(a, "no_daemon", False))
+        global queued_vectors
+        queued_vectors = (mem.settings, r.vectors_pending)
 
 
-def _fill_behind(settings: Any, pending: int, no_daemon: bool) -> None:
-    """After an import that queued its vectors: the data directory's resident engine fills them in when idle
-    (asked now, or started for it, with this store's settings); with the engine off, `embed --all` does."""
-    from . import client, resident
-
-    note = f"mnemon: {pending} insights are in without their vectors yet (recall ranks them by the other signals)"
-    if no_daemon or os.environ.get("MNEMON_DAEMON", "").strip().lower() in client.OFF:
-        print(f"{note}; `mnemon embed --all` fills them in", file=sys.stderr)
-        return
-    # The variables a served call sends, with the store this import wrote to (its flags included).
-    os.environ.update({"MNEMON_DATA_DIR": str(settings.data_dir), "MNEMON_STORE": settings.store,
-                       **({"MNEMON_DATABASE_URL": settings.database_url} if settings.database_url else {})})
-    env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
-    if resident.ask(settings.data_dir, {"op": "fill", "env": env}) is None:
-        resident.start_after(str(settings.data_dir))
-    print(f"{note}; the resident engine fills them in when idle (`mnemon status`: vectors_pending), "
-          "`mnemon embed --all` at once", file=sys.stderr)
+# Set by `import` when it wrote insights without their vectors: (the settings of the store, how many). The
+# `mnemon` entry point (`client.main`, which imports this module, not the other way) then has the data directory's
+# resident engine fill them in.
+queued_vectors: tuple[Any, int] | None = None
 
 
 @command("embed")
