@@ -87,7 +87,7 @@ def _run(backend: str, n: int, n_queries: int, n_writes: int, server: Any) -> di
         emb = PresetEmbedder()
         mem = Memory(settings=settings_for(backend, Path(d), server), embedder=emb)
         t0, c0 = time.perf_counter(), cpu()
-        r = mem.import_draft(make_draft(n))
+        r = mem.import_draft(make_draft(n), vectors="now")
         out: dict[str, Any] = {"backend": backend, "n": n, "import_s": time.perf_counter() - t0,
                                "import_cpu_s": cpu() - c0}
         assert r.imported == n and r.errors == 0, (r.imported, r.errors)

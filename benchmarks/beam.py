@@ -250,7 +250,7 @@ def import_speed(chat: L.Conversation, messages: int | None = None, log: Any = s
                                            max_insights=0)
             cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             with Memory(settings=settings, embedder=emb) as mem:
-                mem.import_draft(draft, no_diff=True)
+                mem.import_draft(draft, no_diff=True, vectors="now")
             cpu1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - wall0
         cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
         before = before or cpu

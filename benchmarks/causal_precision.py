@@ -108,7 +108,7 @@ def build(name: str, msgs: Sequence[Message]) -> list[Edge]:
             {"content": m.content, "source": m.source, "session": name,
              **({"created_at": m.created_at} if m.created_at else {})} for m in msgs]}
         with Memory(settings=settings) as mem:
-            result = mem.import_draft(draft, no_diff=True)
+            result = mem.import_draft(draft, no_diff=True, vectors="now")
             key = {item.id: msgs[item.index].key for item in result.results}
             edges = [e for e in mem.store.iter_edges() if e.edge_type == "causal" and "overlap" in e.metadata]
     return sorted((Edge(name, key[e.source_id], key[e.target_id], float(e.metadata["overlap"])) for e in edges),

@@ -125,8 +125,8 @@ def build(tmp: Path, n: str, d: dict, keep: Path | None = None) -> list[Impl]:
         for name, emb in (("mnemon none", "none"), ("mnemon local", "local")):
             env = env_for(built / name.replace(" ", "-"), MNEMON_EMBEDDER=emb)
             t = time.perf_counter()
-            subprocess.run([*MNEMON, "import", str(path), "--no-diff"], env={**env, "MNEMON_DAEMON": "off"},
-                           check=True, capture_output=True)
+            subprocess.run([*MNEMON, "import", str(path), "--no-diff", "--vectors", "now"],
+                           env={**env, "MNEMON_DAEMON": "off"}, check=True, capture_output=True)
             print(f"{name}: imported {n} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
         if GO.exists():
             subprocess.run([str(GO), "--data-dir", str(built / "go"), "import", str(path), "--no-diff"],

@@ -55,7 +55,7 @@ def digests(n: int) -> dict[str, str]:
         mem = Memory(data_dir=d, embedder="none")
         mem.settings.max_insights = 0
         mem._now = lambda: ("2026-12-02T00:00:00Z", 1796169600.0)  # type: ignore[method-assign]
-        r = mem.import_draft(draft)
+        r = mem.import_draft(draft, vectors="now")
         db_path = mem.store.path
         mem.close()
         out["result"] = f"imported {r.imported}, skipped {r.skipped}, errors {r.errors}, edges {r.edges_inserted}"

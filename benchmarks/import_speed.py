@@ -84,7 +84,7 @@ def import_rate(n: int, embedder: str) -> tuple[float, float, float, int]:
         if embedder != "none":
             mem.embed_texts(["warm up the model"])  # model load is a one-off per process, not import cost
         t0, c0 = time.perf_counter(), time.process_time()
-        r = mem.import_draft(draft)
+        r = mem.import_draft(draft, vectors="now")
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert r.imported == n and r.errors == 0, (r.imported, r.errors)
         edges = mem.store.count_edges()

@@ -332,9 +332,14 @@ class CachedLocalEmbedder(BaseEmbedder):
             return self.inner.pooled(texts, query=query, embed=self._cached)
         return self._cached(texts, query=query, embed=self.inner.embed_batch)
 
-    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None) -> np.ndarray:
-        """One vector per window, from the disk cache or `embed` (the local model's passes by default)."""
-        embed = embed or self.inner._embed_windows  # type: ignore[attr-defined]
+    def _cached(self, windows: list[str], *, query: bool, embed: Callable[..., Any] | None = None,
+                tokens: list[int] | None = None) -> np.ndarray:
+        """One vector per window, from the disk cache or `embed` (the local model's passes by default; `tokens`:
+        the windows' token counts, when known)."""
+        counts = dict(zip(windows, tokens or ()))
+        if embed is None:
+            inner = self.inner._embed_windows  # type: ignore[attr-defined]
+            embed = lambda ws, query: inner(ws, query=query, tokens=[counts[w] for w in ws] if counts else None)  # noqa: E731
         keys = [self._disk_key(t, query) for t in windows]
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(keys), 500):
@@ -471,7 +476,7 @@ class MnemonRanker:
             raise RuntimeError(f"{settings.db_path} exists: give --store-dir an empty directory")
         t0 = time.perf_counter()
         with Memory(settings=settings, embedder=embedder) as writer, seeded_ids(f"{seed}/{conv.sample_id}/{kind}"):
-            result = writer.import_draft(build_draft(conv), no_diff=True)
+            result = writer.import_draft(build_draft(conv), no_diff=True, vectors="now")
         self.import_s = time.perf_counter() - t0
         if result.errors or result.imported != len(conv.turns):
             raise RuntimeError(f"{conv.sample_id}: imported {result.imported}/{len(conv.turns)}, {result.errors} errors")

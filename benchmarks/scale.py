@@ -75,7 +75,7 @@ def build_by_import(n: int, path: Path) -> dict[str, float]:
     draft = {"schema_version": "1", "source": "synth", "insights": items, "edges": []}
     mem = Memory(data_dir=path, store="default", embedder=SynthEmbedder(n, rows))
     t, c = time.perf_counter(), time.process_time()
-    res = mem.import_draft(draft)
+    res = mem.import_draft(draft, vectors="now")
     info = {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "imported": res.imported}
     gx = mem.store.graph_index()
     info["index_mb"] = gx.nbytes() / 1e6 if gx is not None else 0.0

@@ -70,6 +70,7 @@ class AsyncMemory:
     retrieve = _twin(Memory.retrieve, read=True)
     import_draft = _twin(Memory.import_draft)
     embed = _twin(Memory.embed)
+    fill_vectors = _twin(Memory.fill_vectors)
     link = _twin(Memory.link)
     forget = _twin(Memory.forget)
     show = _twin(Memory.show, read=True)

@@ -183,11 +183,20 @@ def _store(a: argparse.Namespace) -> None:
 @command("import")
 def _import(a: argparse.Namespace) -> None:
     mem = memory(a, creates=True)
-    r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff)
+    r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff, vectors=a.vectors)
     if isinstance(r, str):
         sys.stdout.write(r + "\n")
-    else:
-        emit(r)
+        return
+    emit(r)
+    if r.vectors_pending:
+        global queued_vectors
+        queued_vectors = (mem.settings, r.vectors_pending)
+
+
+# Set by `import` when it wrote insights without their vectors: (the settings of the store, how many). The
+# `mnemon` entry point (`client.main`, which imports this module, not the other way) then has the data directory's
+# resident engine fill them in.
+queued_vectors: tuple[Any, int] | None = None
 
 
 @command("embed")
@@ -556,6 +565,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--dry-run", action="store_true")
     s.add_argument("--no-diff", action="store_true")
+    s.add_argument("--vectors", choices=("auto", "now", "later"), default="auto",
+                   help="auto: a large import is recallable at once and fills its vectors in behind; now: wait for "
+                   "them; later: always fill them in behind (docs/import.md)")
 
     s = cmd("embed", "Embed insights: one id, --all (backfill) or --status")
     s.add_argument("id", nargs="?")
@@ -637,6 +649,11 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
                 print(f'mnemon: created store "{new.store}"', file=sys.stderr)
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as e:  # Ctrl-C: one line, the shell's status for SIGINT; a long run says how far
+        from .errors import Interrupted
+
+        print(str(e) if isinstance(e, Interrupted) else "interrupted", file=sys.stderr)
+        return 130
     except Exception as e:  # the one error boundary
         from .config import debug
         from .errors import fault_message

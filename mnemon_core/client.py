@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .resident import ENGINE_VARIABLES, connect, data_dir_of, exchange, start_after, warn
+from .resident import ENGINE_VARIABLES, ask, connect, data_dir_of, exchange, start_after, warn
 
 # The client is the whole start-up cost of a served call: no typing or collections, and paths are strings
 # (pathlib costs a start ~10 ms).
@@ -82,6 +82,31 @@ def main(argv: Sequence[str] | None = None, *, leave_when_served: bool = False) 
         # directory the call found or made (a failed call writes nothing, not even a log).
         if start:
             start_after(data_dir_of(args, os.environ))
+        fill_behind(args)
+
+
+def fill_behind(args: Sequence[str]) -> None:
+    """After an import that wrote insights without their vectors (`cli.queued_vectors`): the data directory's
+    resident engine fills them in when idle, asked now or started for it with the store's settings; with the
+    engine off, `embed --all` does. One line on stderr says which."""
+    from . import cli
+
+    if cli.queued_vectors is None:
+        return
+    settings, pending = cli.queued_vectors
+    cli.queued_vectors = None
+    note = f"mnemon: {pending} insights are in without their vectors yet (recall ranks them by the other signals)"
+    if os.environ.get("MNEMON_DAEMON", "").strip().lower() in OFF or NO_DAEMON_FLAG in args:
+        print(f"{note}; `mnemon embed --all` fills them in", file=sys.stderr)
+        return
+    # The variables a served call sends, naming the store this import wrote to (its flags included).
+    os.environ.update({"MNEMON_DATA_DIR": str(settings.data_dir), "MNEMON_STORE": settings.store,
+                       **({"MNEMON_DATABASE_URL": settings.database_url} if settings.database_url else {})})
+    env = {k: v for k, v in os.environ.items() if k in ENGINE_VARIABLES}
+    if ask(settings.data_dir, {"op": "fill", "env": env}) is None:
+        start_after(str(settings.data_dir))
+    print(f"{note}; the resident engine fills them in when idle (`mnemon status`: vectors_pending), "
+          "`mnemon embed --all` at once", file=sys.stderr)
 
 
 def command_of(args: Sequence[str]) -> str | None:

@@ -358,8 +358,10 @@ class ImportItem(OmitEmpty):
     error: str | None = None
 
 
-class ImportResult(BaseModel):
+class ImportResult(OmitEmpty):
     """The JSON of `mnemon import` (spec 003). `errors` > 0 means a partial import."""
+
+    _omit_empty = frozenset({"vectors_pending"})
 
     imported: int
     updated: int = Field(default=0, description="always 0: import never replaces (only exact repeats skip)")
@@ -369,6 +371,8 @@ class ImportResult(BaseModel):
     auto_pruned: int
     auto_pruned_ids: list[str]
     results: list[ImportItem]
+    vectors_pending: int = Field(default=0, description="insights written without their vectors, which are being "
+                                 "filled in behind (a large import: docs/import.md); absent when 0")
 
 
 class DryRun(str):

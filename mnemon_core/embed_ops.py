@@ -2,7 +2,8 @@
 
 Vectors are stored with the embedder's name; cosine only compares vectors of the current model and dimension,
 so vectors of another model count as un-embedded here and `--all` re-embeds them. Neither a single embed nor a
-backfill creates semantic edges (the original's docs claimed it; its code never did).
+backfill creates semantic edges (the original's docs claimed it; its code never did), except for what a large
+import queued: `--all` fills that in first, with the semantic edges the import deferred (`write/importer.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from . import once
 from .config import DEFAULT_OLLAMA_MODEL, MAX_CONSECUTIVE_TIMEOUTS
 from .context import Context
 from .embed import Embedder, EmbedderTimeoutError, resolve_protocol
-from .errors import EmbedderError, NotFoundError
+from .errors import EmbedderError, Interrupted, NotFoundError
 from .progress import progress_bar
 from .redact import redact
 
@@ -157,11 +158,24 @@ def embed_one(ctx: Context, id: str) -> EmbedOneResult:
 
 
 def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
-    """Embed every active insight without a vector of the current model, importance first, newest first.
+    """Embed every active insight without a vector of the current model: first what large imports queued (with
+    their semantic edges, `importer.fill_queued`), then the rest, importance first, newest first.
     Unlike the original (at most 100 per run) this goes through all of them, in batches of EMBED_BATCH, each
     committed on its own. A text the provider refuses counts as failed. The backfill gives up on the provider
     when it keeps timing out, has embedded nothing after a few tries, or fails a whole batch text by text; the
-    rest count as failed. Raises EmbedderError (and writes nothing) when no text at all was embedded."""
+    rest count as failed. Raises EmbedderError (and writes nothing) when no text at all was embedded. Ctrl-C
+    stops it between two commits (`Interrupted`: how many are in)."""
+    done = [0]
+    try:
+        return _backfill(ctx, done)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted: {done[0]} vectors embedded; run `mnemon embed --all` again to finish"
+                          ) from None
+
+
+def _backfill(ctx: Context, done_so_far: list[int]) -> EmbedBackfillResult | EmbedCompleteResult:
+    from .write.importer import fill_queued
+
     ctx.writable("embed --all")
     emb = _require(ctx)
     store = ctx.store
@@ -198,6 +212,11 @@ def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
 
     gave_up: str | None = None
     with progress_bar(missing, "embedding") as advance:
+        def filled(n: int) -> None:  # a queued batch committed
+            done_so_far[0] += n
+            advance(n)
+
+        succeeded = fill_queued(ctx, advance=filled)
         while not gave_up:
             rows = [r for r in store.unembedded(model, EMBED_BATCH + len(failed)) if r.id not in failed]
             rows = rows[:EMBED_BATCH]
@@ -223,6 +242,7 @@ def backfill(ctx: Context) -> EmbedBackfillResult | EmbedCompleteResult:
                     for id_, vec in done:
                         store.set_vector(id_, vec, model)
                 succeeded += len(done)
+                done_so_far[0] = succeeded
             advance(len(rows))
             gave_up = gave_up or hopeless(succeeded)
             if not done and len(rows) > 1 and not gave_up:

@@ -11,13 +11,22 @@ dropped; a request's write records its id (`once.py`), so a client's in-process 
 
 What it keeps warm: `Memory` objects per configuration (store, embedder, readonly, …), so the embedding model,
 the vector matrix and the recall memo are loaded once. A request takes an idle one or a new one: no request
-waits for another, as no in-process call waits for another process. Before each command the Memory lets go of a
-store whose file was removed or replaced (`store remove`, a restore), so no write goes to a file nobody reads.
+waits for another, as no in-process call waits for another process. The Memory objects of one embedder
+configuration share one embedder, so its vector cache (model, query or passage, text: `embed/base.py`) answers an
+agent that recalls the same words on consecutive turns without embedding them again, whichever Memory serves.
+Before each command the Memory lets go of a store whose file was removed or replaced (`store remove`, a
+restore), so no write goes to a file nobody reads.
 
-It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300), on `mnemon daemon stop`, on
-SIGTERM, and when its socket or its data directory is gone. Its state file `engine-<key>.json` (pid, start
-time, code), its lock `engine-<key>.lock` (held for its life, so two started at once never both serve) and the
-shared log `engine.log` sit in the data directory.
+Behind the requests it fills in the vectors large imports queued (`write/importer.py`): while no request runs
+(FILL_AFTER_IDLE_S after the last one), one import batch at a time, in a thread at low priority, for every
+writable configuration it has served or been asked to fill (`{"op": "fill"}`, which `mnemon import` sends).
+A request that arrives meanwhile waits at most for one short call of the model (`embed/local.py`:
+CALL_TOKENS), and no new batch starts until it is answered.
+
+It exits after `MNEMON_DAEMON_IDLE` seconds without a request (default 300; not while it fills), on `mnemon
+daemon stop`, on SIGTERM, and when its socket or its data directory is gone. Its state file
+`engine-<key>.json` (pid, start time, code), its lock `engine-<key>.lock` (held for its life, so two started at
+once never both serve) and the shared log `engine.log` sit in the data directory.
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ REQUEST_TIMEOUT_S = 5.0  # a connection must send its whole request within this 
 STOP_GRACE_S = 30.0  # requests in flight get this long to finish after a stop
 WARM_NICE = 10  # the warm-up's priority: below the calls that run in-process meanwhile
 WARM_QUERY = "warm up"  # the warm-up's recall (readonly: it counts no access)
+FILL_AFTER_IDLE_S = 1.0  # the vector fill starts a batch only this long after the last request ended
+FILL_POLL_S = 0.5  # how often an idle filler looks for queued vectors
+FILL_RETRY_S = 60.0  # after a fill failed (the embedder down), how long before that configuration is tried again
 
 # The output of the request the current thread serves (None: the engine's own output, to its log).
 _capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
@@ -151,6 +163,10 @@ class Engine:
         self.busy: dict[tuple[Any, ...], int] = {}
         self.lent: set[Any] = set()  # the Memory objects requests are using
         self.doomed: set[Any] = set()  # of those, the ones to close when given back (`release`)
+        self.embedders: dict[tuple[Any, ...], Any] = {}  # the embedder settings → the one embedder they share
+        # The writable configurations whose queued vectors the filler looks for, with when it may next try.
+        self.fill_targets: dict[tuple[Any, ...], tuple[Any, float]] = {}
+        self.filling = False  # the filler is writing a batch: the engine is not idle
         self.memories_lock = threading.Lock()
         self.server: socket.socket | None = None
         self.dir_fd: int | None = None
@@ -188,12 +204,14 @@ class Engine:
             if server is None:
                 return
             _log(f"engine {os.getpid()} serving {os.path.join(self.data_dir, self.socket_name)} (code {self.stamp})")
+            threading.Thread(target=self._filler, daemon=True).start()
             while not self.stopping.is_set():
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
                     with self.lock:
-                        idle = self.active == 0 and time.monotonic() - self.last_request > self.idle_s
+                        idle = (self.active == 0 and not self.filling
+                                and time.monotonic() - self.last_request > self.idle_s)
                     if idle or self._gone():
                         self.stop()
                     continue
@@ -297,7 +315,7 @@ class Engine:
     def _close(self) -> None:
         self.stop()
         deadline = time.monotonic() + STOP_GRACE_S
-        while self.active and time.monotonic() < deadline:  # let requests in flight finish their transaction
+        while (self.active or self.filling) and time.monotonic() < deadline:  # requests and a fill in flight end
             time.sleep(0.01)
         with self.memories_lock:
             idle = [m for ms in self.memories.values() for m in ms]
@@ -349,6 +367,9 @@ class Engine:
             resident.send(conn, {"pid": os.getpid(), "stopping": True})
         elif op == "release" and isinstance(request.get("file"), str):
             resident.send(conn, {"released": self.release(request["file"])})
+        elif op == "fill" and self._here(request.get("env")):
+            self._want_fill(request["env"])
+            resident.send(conn, {"filling": True})
         elif op == "run" and self._serves(request):
             beats = _Heartbeat(conn)
             if not beats.start():
@@ -357,10 +378,13 @@ class Engine:
 
     def _serves(self, request: dict[str, Any]) -> bool:
         """A well-formed request for this engine's data directory (the client resolves it and sends it)."""
-        env, argv = request.get("env"), request.get("argv")
+        argv = request.get("argv")
+        return (self._here(request.get("env")) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and isinstance(request.get("id"), str) and isinstance(request.get("stdin"), (str, type(None))))
+
+    def _here(self, env: Any) -> bool:
+        """Process variables (names and values text) that name this engine's data directory."""
         return (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-                and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
-                and isinstance(request.get("id"), str) and isinstance(request.get("stdin"), (str, type(None)))
                 and os.path.realpath(env.get("MNEMON_DATA_DIR", "")) == self.data_dir)
 
     def _run(self, argv: list[str], env: dict[str, str], stdin: str | None, request_id: str) -> dict[str, Any]:
@@ -384,6 +408,66 @@ class Engine:
             _held.reset(tokens[2])
             _stdin.reset(tokens[3])
         return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
+
+    def _want_fill(self, env: dict[str, str]) -> None:
+        """Fill the queued vectors of the configuration these variables name (`mnemon import` asks it)."""
+        from .config import Settings
+
+        token = _request_env.set(env)
+        try:
+            settings = Settings.resolve(origin="cli")
+        except Exception as e:  # noqa: BLE001 - a bad variable: the import said its own error already
+            _log(f"fill: {type(e).__name__}: {e}")
+            return
+        finally:
+            _request_env.reset(token)
+        self._fill_target(settings)
+
+    def _fill_target(self, settings: Any) -> None:
+        if not settings.readonly and settings.embedder != "none":
+            with self.memories_lock:
+                self.fill_targets.setdefault(_memory_key(settings), (settings, 0.0))
+
+    def _filler(self) -> None:
+        """The vector fill (see the module's docstring), in its own thread at WARM_NICE until the engine stops.
+        The thread's OpenMP workers are its own, at its priority."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, 0, WARM_NICE)
+        while not self.stopping.wait(FILL_POLL_S):
+            with self.lock:
+                if self.active or time.monotonic() - self.last_request < FILL_AFTER_IDLE_S:
+                    continue
+            with self.memories_lock:
+                due = [(k, st) for k, (st, after) in self.fill_targets.items() if after <= time.monotonic()]
+            for key, settings in due:
+                if self.stopping.is_set() or self.active:
+                    break
+                self._fill_one(key, settings)
+
+    def _fill_one(self, key: tuple[Any, ...], settings: Any) -> None:
+        """One import batch of this configuration's queue, through a warm Memory taken like a request's."""
+        with self.lock:
+            if self.stopping.is_set() or self.active:
+                return
+            self.filling = True
+        held: list[tuple[tuple[Any, ...], Any]] = []
+        token = _held.set(held)
+        try:
+            mem = self._memory(settings)
+            if mem.store.count_queued():
+                mem.fill_vectors(batches=1, stop=self.stopping.is_set)  # a stop leaves the batch queued
+            else:  # nothing (more) to fill: an import that queues more asks again
+                with self.memories_lock:
+                    self.fill_targets.pop(key, None)
+        except Exception as e:  # noqa: BLE001 - the embedder down, the store gone: try again later
+            _log(f"fill: {type(e).__name__}: {e}")
+            with self.memories_lock:
+                self.fill_targets[key] = (settings, time.monotonic() + FILL_RETRY_S)
+        finally:
+            self._give_back(held)
+            _held.reset(token)
+            with self.lock:
+                self.filling = False
 
     def _warm(self) -> None:
         """Build the CLI's parser, open the store the client that started the engine uses (its variables are
@@ -448,14 +532,15 @@ class Engine:
         idle or new; given back when the request ends (`_give_back`)."""
         from .memory import Memory
 
-        key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
+        key = _memory_key(settings)
+        self._fill_target(settings)
         with self.memories_lock:
             idle = self.memories.setdefault(key, [])
             self.memories.move_to_end(key)
             mem = idle.pop() if idle else None
             self.busy[key] = self.busy.get(key, 0) + 1
         if mem is None:
-            mem = Memory(settings=settings)
+            mem = Memory(settings=settings, embedder=self._embedder(settings))
         with self.memories_lock:
             self.lent.add(mem)
         _held.get().append((key, mem))
@@ -484,6 +569,22 @@ class Engine:
             with contextlib.suppress(Exception):
                 mem.close()
         return len(idle)
+
+    def _embedder(self, settings: Any) -> Any:
+        """The embedder of these settings, one per embedder configuration (its cache and model shared), or UNSET
+        when the settings name none that can be built (the Memory then meets and reports the fault itself)."""
+        from .config import UNSET
+        from .embed import get_embedder
+        from .errors import MnemonError
+
+        key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k.startswith("embed")))
+        with self.memories_lock:
+            if key not in self.embedders:
+                try:
+                    self.embedders[key] = get_embedder(settings)
+                except MnemonError:
+                    return UNSET
+            return self.embedders[key]
 
     def _give_back(self, held: list[tuple[tuple[Any, ...], Any]]) -> None:
         """The request's Memory objects are idle again; past MAX_IDLE_MEMORIES, the least recently used idle
@@ -522,6 +623,11 @@ class Engine:
             "idle_timeout_s": self.idle_s,
             "socket": os.path.join(self.data_dir, self.socket_name),
         }
+
+
+def _memory_key(settings: Any) -> tuple[Any, ...]:
+    """The configuration a warm Memory serves: every setting but those a command passes with each call."""
+    return tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
 
 
 _request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})

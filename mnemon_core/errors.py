@@ -7,6 +7,7 @@
     ├── EmbedderError                       an embedding provider failed or is missing
     ├── StoreError                          the database could not be opened or used
     └── AlreadyDone                         a rerun of a call whose write the resident engine made (once.py)
+    Interrupted (a KeyboardInterrupt)       Ctrl-C stopped a long run between two of its commits: how far it got
 
 Faces (CLI, MCP, integrations) catch `MnemonError` once and show `str(err)`; the CLI and the MCP server also
 show a fault of the environment (`fault_message`) as one line. `MNEMON_DEBUG=1` adds the traceback
@@ -70,6 +71,11 @@ class MissingExtraError(MnemonError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'mnemon-core[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped an import or a backfill between two committed batches (the batch it arrived in rolled
+    back): the one line says how far it got and how to finish. The CLI prints it and exits 130."""
 
 
 def fault_message(e: BaseException) -> str | None:

@@ -480,6 +480,8 @@ class Memory:
             store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors,
             config=config,
         )
+        if emb is not None:  # ranked without the vectors a large import has still to fill in: say so
+            found.meta.vectors_pending = store.count_queued()
         insights = store.get_insights([r.id for r in found.results])
         results = [r for r in found.results if r.id in insights]
         labels = [found.labels[r.id] for r in results] if found.labels is not None else None
@@ -496,23 +498,42 @@ class Memory:
     # ------------------------------------------------------------------ import / embed
 
     def import_draft(
-        self, draft: ImportDraft | dict[str, Any] | str | Path, *, dry_run: bool = False, no_diff: bool = False
+        self, draft: ImportDraft | dict[str, Any] | str | Path, *, dry_run: bool = False, no_diff: bool = False,
+        vectors: str = "auto",
     ) -> ImportResult | DryRun:
         """Import a memory draft (schema v1): a path, a JSON string, a dict or an ImportDraft. Returns an
         `ImportResult`, or with `dry_run` a `DryRun`: the text `Dry run: N insights, M explicit edges — validation
         passed.` The whole draft is validated before anything is written (`ValidationError` names index and
-        field)."""
+        field). `vectors`: "auto" (a large import writes its insights first and queues their vectors: the
+        result's `vectors_pending`; `fill_vectors` or the resident engine fills them in), "now" (wait for
+        them), "later" (always queue them)."""
         from .draft import DryRun, load_draft
         from .write import importer
 
+        if vectors not in importer.VECTORS:
+            raise ValidationError(f'invalid vectors "{vectors}"; valid: {", ".join(importer.VECTORS)}',
+                                  field="vectors")
         if not dry_run:
             self._writable("import")
         d = load_draft(draft)
         if dry_run:
             return DryRun.of(d)
-        result = importer.import_draft(self._context(), d, no_diff=no_diff)
+        result = importer.import_draft(self._context(), d, no_diff=no_diff, vectors=vectors)
         self._maintain_index()
         return result
+
+    def fill_vectors(self, *, batches: int | None = None, stop: Callable[[], bool] | None = None) -> int:
+        """Embed what large imports queued (`import_draft`'s `vectors_pending`), oldest first, at most `batches`
+        import batches (None: all), with the semantic edges the imports would have made; returns the vectors
+        written. `stop()`, asked every few texts: True leaves the batch at hand queued and returns.
+        `embed(all=True)` does this first, with a progress bar."""
+        from .write import importer
+
+        self._writable("embed")
+        written = importer.fill_queued(self._context(), batches=batches, stop=stop)
+        if written:
+            self._maintain_index()
+        return written
 
     def embed(self, id: str | None = None, *, all: bool = False, status: bool = False) -> EmbedResult:
         """Report coverage (`status`), embed one insight (`id`), or backfill every un-embedded insight (`all`),
@@ -675,7 +696,7 @@ class Memory:
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
             graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
-            total_insights=store.count_active(),
+            total_insights=store.count_active(), vectors_pending=store.count_queued(),
         )
 
     def _index_status(self, store: Store) -> GraphIndexStatus | None:

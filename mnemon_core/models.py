@@ -256,6 +256,8 @@ class StatusResult(BaseModel):
     oplog_count: int
     top_entities: list[EntityCount]
     total_insights: int
+    vectors_pending: int = Field(default=0, description="active insights a large import wrote without their vectors, "
+                                 "still to be filled in (the resident engine when idle, or `mnemon embed --all`)")
 
 
 class GcCandidate(BaseModel):

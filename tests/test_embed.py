@@ -284,9 +284,9 @@ def test_local_embeds_at_most_one_pass_per_window() -> None:
             super().__init__(max_windows)
             self.passes: list[str] = []
 
-        def _embed_windows(self, windows: list[str], *, query: bool) -> np.ndarray:
+        def _embed_windows(self, windows: list[str], *, query: bool, tokens: list[int] | None = None) -> np.ndarray:
             self.passes.extend(windows)
-            return super()._embed_windows(windows, query=query)
+            return super()._embed_windows(windows, query=query, tokens=tokens)
 
     one, two = Recording(1), Recording(2)
     v1, v2 = one.embed(LONG_MEMORY), two.embed(LONG_MEMORY)
@@ -629,3 +629,92 @@ def test_base_embedder_checks_backend_output() -> None:
     boom._embed_batch = lambda texts, query: 1 / 0  # type: ignore[method-assign]
     with pytest.raises(EmbedderError, match="ZeroDivisionError"):
         boom.embed("x")
+
+
+def _fixture_vectors() -> list[dict[str, Any]]:
+    import json
+
+    path = Path(__file__).parent / "fixtures" / "e5_vectors.json"
+    return json.loads(path.read_text(encoding="utf-8"))["cases"]
+
+
+def test_local_vectors_are_byte_identical_to_the_recorded_ones() -> None:
+    """tests/fixtures/e5_vectors.json was written by the embedder before its threads, wait policy and call
+    splitting changed (commit a89ec77): the same text gives the same float32 bytes, one text alone (the single
+    call's thread count) or in a batch (all cores, split into calls), so stored vectors and recall stay as
+    they were."""
+    import base64
+
+    from mnemon_core.embed.local import LocalEmbedder
+
+    cases = _fixture_vectors()
+    for max_windows in (1, 2):
+        for query in (False, True):
+            mine = [c for c in cases if c["max_windows"] == max_windows and c["query"] == query]
+            if not mine:
+                continue
+            want = [base64.b64decode(c["f32le"]) for c in mine]
+            batch = LocalEmbedder(max_windows).embed_batch([c["text"] for c in mine], query=query)
+            assert [v.astype("<f4").tobytes() for v in batch] == want
+            alone = LocalEmbedder(max_windows)
+            assert [alone.embed(c["text"], query=query).astype("<f4").tobytes() for c in mine] == want
+
+
+_THREADS_SCRIPT = """
+import os
+from mnemon_core.embed.local import LocalEmbedder
+e = LocalEmbedder()
+e.embed('one query', query=True)
+e.embed_batch([f'memory number {i}' for i in range(40)])
+print(len(os.listdir('/proc/self/task')), os.environ.get('OMP_WAIT_POLICY'), flush=True)
+"""
+
+
+def _threads_run(env: dict[str, str]) -> tuple[list[str], str]:
+    import os
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_"))}
+    out = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT], capture_output=True, text=True, timeout=120,
+                         env={**base, "OMP_DISPLAY_ENV": "true", **env}, check=True)
+    return out.stdout.split(), out.stderr
+
+
+def test_local_model_threads_wait_passively() -> None:
+    """The model's OpenMP runtime reads OMP_WAIT_POLICY=passive when it loads (its own report, OMP_DISPLAY_ENV),
+    and the process's environment is left as it was."""
+    (_, policy), err = _threads_run({})
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in err
+    assert policy == "None"  # not left in the environment
+
+
+def test_local_model_keeps_the_users_openmp_settings() -> None:
+    (threads, policy), err = _threads_run({"OMP_WAIT_POLICY": "active", "OMP_NUM_THREADS": "1"})
+    assert "OMP_WAIT_POLICY = 'ACTIVE'" in err and "OMP_NUM_THREADS = '1'" in err and policy == "active"
+    (more, _), _ = _threads_run({"OMP_NUM_THREADS": "3"})
+    assert int(more) >= int(threads) + 2  # the user's three: two more than one
+
+
+def test_local_batch_reaches_the_model_in_short_calls() -> None:
+    """A batch goes to the model in calls of at most CALL_TOKENS tokens (a window longer than that alone), so a
+    Ctrl-C waits for one short call; the vectors are those of one call for everything."""
+    from mnemon_core.embed.local import CALL_TOKENS, LocalEmbedder
+
+    class Calls(LocalEmbedder):
+        calls: list[list[str]] = []
+
+        def _call(self, windows: list[str], *, query: bool) -> np.ndarray:  # type: ignore[override]
+            Calls.calls.append(list(windows))
+            return LocalEmbedder._call(windows, query=query)
+
+    texts = [f"Memory {i}: the deploy script copies build {i} to the staging host." for i in range(60)]
+    texts.insert(30, LONG_MEMORY)  # one window of 512 tokens: a call of its own
+    e = Calls()
+    got = e.embed_batch(texts)
+    assert len(Calls.calls) > 3
+    assert sum(len(c) for c in Calls.calls) == len(texts)
+    for call in Calls.calls:
+        total = sum(e.tokens(w) for w in call)
+        assert total <= CALL_TOKENS or len(call) == 1
+    assert [LONG_MEMORY.startswith(c[0]) for c in Calls.calls].count(True) == 1
+    whole = LocalEmbedder._call([w for c in Calls.calls for w in c], query=False)  # one call for all of them
+    assert got.tobytes() == e._checked(whole, len(texts)).tobytes()

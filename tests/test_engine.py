@@ -391,7 +391,8 @@ def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
     assert resident.code_stamp() == f"{mnemon_core.__version__}:{len(files)}:{newest}"
 
 
-WARM_PROBE = """
+# A probe's start: the engine of the data directory argv[1], serving in a thread of the probe's process.
+ENGINE_IN_THREAD = """
 import json, os, sys, threading, time
 from mnemon_core import client, resident
 from mnemon_core.engine import Engine
@@ -402,8 +403,10 @@ thread.start()
 deadline = time.monotonic() + 60
 while resident.ask(data_dir, {"op": "status"}) is None and time.monotonic() < deadline:
     time.sleep(0.01)
-before = set(sys.modules)
 env = {k: v for k, v in os.environ.items() if k in client.ENGINE_VARIABLES}
+"""
+WARM_PROBE = ENGINE_IN_THREAD + """
+before = set(sys.modules)
 reply = resident.ask(data_dir, {"op": "run", "id": "0" * 32, "argv": ["recall", "warm"], "stdin": None,
                                 "env": {**env, "MNEMON_DATA_DIR": data_dir}})
 engine.stop()
@@ -422,3 +425,54 @@ def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -
                        timeout=120)
     assert json.loads(p.stdout.splitlines()[-1]) == {"code": 0, "new": []}, p.stderr
     assert "warm-up" not in p.stderr  # the engine's log: its warm-up met no fault
+
+
+CACHE_PROBE = ENGINE_IN_THREAD + """
+from mnemon_core.embed import local
+calls = []
+plain = local.LocalEmbedder._call
+local.LocalEmbedder._call = staticmethod(lambda windows, *, query: calls.append(list(windows)) or plain(windows, query=query))
+env["MNEMON_DATA_DIR"] = data_dir
+seen = []
+for n, argv in enumerate([["recall", "the job queue"], ["recall", "the job queue"], ["--readonly", "recall",
+                          "the job queue"], ["recall", "another question"]]):
+    before = len(calls)
+    reply = resident.ask(data_dir, {"op": "run", "id": f"{n:032d}", "argv": argv, "stdin": None, "env": env})
+    seen.append([reply["code"], len(calls) - before])
+engine.stop()
+thread.join(60)
+print(json.dumps(seen))
+"""
+
+
+def test_a_repeated_query_is_not_embedded_again(engine_on: Path) -> None:
+    """An agent recalls the same words on consecutive turns: the engine embeds them once, whichever of its warm
+    Memory objects (here a readonly one too) serves the call; other words are embedded."""
+    run_cli("remember", "Chose SQLite for the job queue", env={"MNEMON_DAEMON": "off", "MNEMON_EMBEDDER": "local"})
+    env = {**os.environ, "MNEMON_EMBEDDER": "local",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", CACHE_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
+                       timeout=180)
+    assert json.loads(p.stdout.splitlines()[-1]) == [[0, 1], [0, 0], [0, 0], [0, 1]], p.stderr
+
+
+def test_the_engine_fills_in_the_vectors_an_import_queued(engine_on: Path, tmp_path: Path) -> None:
+    """`import --vectors later` with the engine on: the import answers with its insights in, starts the engine,
+    and the engine, idle, embeds the queued insights and links them; status comes down to none pending."""
+    items = [{"content": f"The billing service was moved to the new cluster in week {i % 7 + 1}, after incident {i}."}
+             for i in range(20)]
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps({"schema_version": "1", "source": "chat-export", "insights": items}), encoding="utf-8")
+    env = {"MNEMON_EMBEDDER": "local"}
+    r = run_cli("import", "--vectors", "later", str(path), env=env)
+    assert r.code == 0 and r.json()["vectors_pending"] == 20, r.err
+    assert "the resident engine fills them in when idle" in r.err
+    deadline = time.monotonic() + 180
+    while (pending := run_cli("status", env=env).json()["vectors_pending"]) and time.monotonic() < deadline:
+        time.sleep(3)  # the engine fills only between requests (a second after the last one)
+    assert pending == 0, (engine_on / "engine.log").read_text(encoding="utf-8")
+    db = sqlite3.connect(engine_on / "data" / "default" / "mnemon.db")
+    assert db.execute("SELECT count(embedding) FROM insights").fetchone()[0] == 20
+    assert db.execute("SELECT count(*) FROM edges WHERE edge_type = 'semantic'").fetchone()[0] > 0
+    db.close()
+    assert "fill:" not in (engine_on / "engine.log").read_text(encoding="utf-8")

@@ -59,12 +59,13 @@ def test_the_example_imports_and_the_report_is_the_clis(cli, tmp_path: Path, dat
     assert r.code == 0, r.err
     out = r.json()
     documented = json.loads(re.sub(r'"[0-9a-f]{4}…"|"[^"]*…"', '"x"', [c for lang, c in BLOCKS if lang == "json"][1]))
-    assert list(out) == list(documented) == list(ImportResult.model_fields)
+    # `vectors_pending` only appears when a large import filled its vectors in behind (the table's last row).
+    assert list(out) == list(documented) == [k for k in ImportResult.model_fields if k != "vectors_pending"]
     assert {k: out[k] for k in out if k != "results"} == {k: documented[k] for k in documented if k != "results"}
     assert [(x["index"], x["action"]) for x in out["results"]] == [(0, "added"), (1, "added")]
     assert [k.split("`, `") for k in table_keys(section("The report"))] == [
         ["imported"], ["updated"], ["skipped"], ["errors"], ["edges_inserted"], ["auto_pruned", "auto_pruned_ids"],
-        ["results"]]
+        ["results"], ["vectors_pending"]]
 
 
 def test_the_error_line_is_the_clis(cli, tmp_path: Path, data_dir: Path) -> None:

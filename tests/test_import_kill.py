@@ -99,3 +99,44 @@ def test_sigkill_midway_then_rerun(tmp_path: Path, data_dir: Path) -> None:
     # The run that was killed never rebuilt the backbone; the re-run did, through all of them.
     assert db.execute("SELECT count(*) FROM edges WHERE edge_type = 'temporal'").fetchone()[0] == 2 * (N - 1)
     db.close()
+
+
+def test_ctrl_c_inside_embedding_stops_at_once_with_one_line(tmp_path: Path, data_dir: Path) -> None:
+    """Ctrl-C (a real SIGINT) while the import embeds with the local model: one line saying how far it got, exit
+    130, acted on at once (a short model call, not the whole batch: before, over a minute), the batch it arrived
+    in rolled back (every insight in the store has its vector), and the rerun finishes the import."""
+    n = 3 * IMPORT_BATCH
+    draft = tmp_path / "big.json"
+    draft.write_text(json.dumps(make_draft(n)), encoding="utf-8")
+    db_path = data_dir / "data" / "default" / "mnemon.db"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               MNEMON_EMBEDDER="local", MNEMON_DAEMON="off")
+    cmd = [sys.executable, "-m", "mnemon_core", "import", "--vectors", "now", str(draft)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    try:
+        while not count(db_path) if db_path.exists() else True:  # the first batch committed: inside the second
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "no batch committed in time"
+            time.sleep(0.01)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert out == ""
+    assert err == f"interrupted: {IMPORT_BATCH} of {n} insights imported; run the import again to finish it\n"
+    assert took < 5.0, took  # a behaviour, not a speed figure: the whole 500-text batch took ~15 s here
+
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT count(*), count(embedding) FROM insights").fetchone() == (IMPORT_BATCH, IMPORT_BATCH)
+    db.close()
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    got = json.loads(rerun.stdout)
+    assert (got["imported"], got["skipped"], got["errors"]) == (n - IMPORT_BATCH, IMPORT_BATCH, 0)

@@ -351,6 +351,30 @@ def test_vectors(filled: Store) -> None:
     assert ids == ["a", "b"] and np.allclose(mat, np.stack([C, A]), atol=1e-7)
 
 
+def test_the_vector_queue(filled: Store) -> None:
+    """A large import's queue (`write/importer.py`): batches in order, each in its queue order, forgotten insights
+    left out, a batch taken off once; a backend without one says so and the import waits for its vectors."""
+    s = filled
+    if not s.queues_vectors:
+        assert s.count_queued() == 0 and s.queued_vectors() == (0, [])
+        return
+    assert s.queued_vectors() == (0, []) and s.count_queued() == 0
+    with s.transaction():
+        s.queue_vectors(["e", "d"])  # e was forgotten: a batch with nothing left to fill
+        s.queue_vectors(["c", "a", "b"])
+    assert s.count_queued() == 5
+    batch, rows = s.queued_vectors()
+    assert [r.id for r in rows] == ["d"]
+    with s.transaction():
+        assert s.unqueue_vectors(batch)
+    assert not s.unqueue_vectors(batch)  # another process filled it meanwhile
+    batch, rows = s.queued_vectors()
+    assert [r.id for r in rows] == ["c", "a", "b"] and s.count_queued() == 3
+    with s.transaction():
+        s.unqueue_vectors(batch)
+    assert s.queued_vectors() == (0, []) and s.count_queued() == 0
+
+
 def test_ann_index_serves_from_the_threshold(
     filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -46,7 +46,7 @@ NO_MATCH = ("true when results came back but none of them covers the query (ever
 class RecallMeta(OmitEmpty):
     """How a smart recall ran. Shown under `meta` with `--verbose`; always readable from the library."""
 
-    _omit_empty = frozenset({"hint", "no_match"})
+    _omit_empty = frozenset({"hint", "no_match", "vectors_pending"})
 
     intent: Intent
     intent_source: str = Field(description='"auto" (detected from the query) or "override" (--intent)')
@@ -54,6 +54,8 @@ class RecallMeta(OmitEmpty):
     traversed: int = Field(description="distinct insights the beam search scored (anchors included)")
     hint: str = Field(default="", description=HINT)
     no_match: bool = Field(default=False, description=NO_MATCH)
+    vectors_pending: int = Field(default=0, description="insights a large import wrote whose vectors are still "
+                                 "being filled in: the vector signal could not rank them yet; absent when 0")
 
 
 class Signals(BaseModel):

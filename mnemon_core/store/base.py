@@ -247,6 +247,24 @@ class Vectors(Protocol):
         """Active insights without a vector of `model`, by importance, newest, id."""
         ...
 
+    # The vector queue: the insights a large import wrote without their vectors (`write/importer.py`), in
+    # the import's batches and order, so the vectors and semantic edges filled in later are the ones the
+    # import would have written. A backend without one (`queues_vectors` False) imports with vectors.
+    queues_vectors: bool
+
+    def queue_vectors(self, ids: Sequence[str]) -> None:
+        """Queue these insights, in this order, as one new batch."""
+        ...
+    def queued_vectors(self) -> tuple[int, list[Insight]]:
+        """(the oldest queued batch, its active insights in queue order); (0, []) when none is queued."""
+        ...
+    def unqueue_vectors(self, batch: int) -> bool:
+        """Take a batch off the queue; False when it was not there (another process filled it)."""
+        ...
+    def count_queued(self) -> int:
+        """Insights in the queue (one forgotten meanwhile counts until its batch is filled)."""
+        ...
+
 
 class Edges(Protocol):
     def upsert_edge(self, edge: Edge) -> None: ...
@@ -339,6 +357,20 @@ class StoreDefaults:
 
     def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
         return []  # never asked: there is no file to build
+
+    queues_vectors = False  # an import waits for its vectors: nothing is ever queued
+
+    def queue_vectors(self, ids: Sequence[str]) -> None:
+        raise NotImplementedError("this store keeps no vector queue (queues_vectors is False)")
+
+    def count_queued(self) -> int:
+        return 0
+
+    def queued_vectors(self) -> tuple[int, list[Insight]]:
+        return 0, []
+
+    def unqueue_vectors(self, batch: int) -> bool:
+        return False
 
 
 class Oplog(Protocol):

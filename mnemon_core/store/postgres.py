@@ -336,9 +336,18 @@ def _m008_pending_accesses(run: Callable[..., Any]) -> None:
         "at text NOT NULL, operation text NOT NULL, insight_id text, detail text NOT NULL)")
 
 
+def _m009_vector_queue(run: Callable[..., Any]) -> None:
+    """The insights a large import wrote without their vectors, in its batches and order, as on SQLite. No
+    foreign key (a bulk load drops and remakes the insights' key): the fill joins the insights, so a row whose
+    insight is gone is passed over and leaves with its batch."""
+    run("CREATE TABLE IF NOT EXISTS {s}.vector_queue (insight_id text COLLATE \"C\" PRIMARY KEY, "
+        "batch bigint NOT NULL, pos bigint NOT NULL)")
+    run("CREATE INDEX IF NOT EXISTS vector_queue_order ON {s}.vector_queue (batch, pos)")
+
+
 MIGRATIONS: list[Callable[[Callable[..., Any]], None]] = [
     _m001_initial, _m002_entity_recency, _m003_bm25_and_conversations, _m004_fold_entities, _m005_supersedes_index,
-    _m006_requests, _m007_graph_log, _m008_pending_accesses,
+    _m006_requests, _m007_graph_log, _m008_pending_accesses, _m009_vector_queue,
 ]
 
 

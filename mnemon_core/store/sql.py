@@ -389,6 +389,39 @@ class SQLStore(StoreDefaults):
         )
         return [self._insight(r) for r in rows]
 
+    queues_vectors = True
+
+    def queue_vectors(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        r = self._one("SELECT coalesce(max(batch), 0) + 1 FROM {s}.vector_queue")
+        batch = int(r[0]) if r else 1
+        for pos, id_ in enumerate(ids):
+            self._exec("INSERT INTO {s}.vector_queue (insight_id, batch, pos) VALUES (?, ?, ?)", (id_, batch, pos))
+
+    def queued_vectors(self) -> tuple[int, list[Insight]]:
+        """Batches whose insights were all forgotten meanwhile are skipped (the fill takes them off)."""
+        rows = self._exec(
+            f"SELECT q.batch, {', '.join('i.' + c for c in INSIGHT_COLUMNS)} FROM {{s}}.vector_queue q "
+            "JOIN {s}.insights i ON i.id = q.insight_id WHERE i.deleted_at IS NULL AND q.batch = "
+            "(SELECT min(q2.batch) FROM {s}.vector_queue q2 JOIN {s}.insights i2 ON i2.id = q2.insight_id "
+            "WHERE i2.deleted_at IS NULL) ORDER BY q.pos"
+        )
+        return (int(rows[0][0]), [self._insight(r[1:]) for r in rows]) if rows else (0, [])
+
+    def unqueue_vectors(self, batch: int) -> bool:
+        if self._one("SELECT 1 FROM {s}.vector_queue WHERE batch = ? LIMIT 1", (batch,)) is None:
+            return False
+        # With it, the batches before it whose insights were all forgotten.
+        self._exec("DELETE FROM {s}.vector_queue WHERE batch <= ?", (batch,))
+        return True
+
+    def count_queued(self) -> int:
+        # The queue's rows alone (recall asks on every call; a join would read each queued insight's row): an
+        # insight forgotten while queued still counts until its batch is filled.
+        r = self._one("SELECT count(*) FROM {s}.vector_queue")
+        return int(r[0]) if r else 0
+
     def vector_matrix(self, model: str, dim: int) -> tuple[list[str], np.ndarray]:
         """(ids, unit vectors) of active insights embedded by `model` with `dim` dimensions, refreshed
         incrementally from rows whose `vec_seq` moved since the last call (by this or another process)."""

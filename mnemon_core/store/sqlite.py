@@ -303,10 +303,25 @@ def _m011_active_counter(db: sqlite3.Connection) -> None:
                    f"BEGIN UPDATE mnemon_meta SET value = value + {change} WHERE key = 'active'; END")
 
 
+def _m012_vector_queue(db: sqlite3.Connection) -> None:
+    """The insights a large import wrote without their vectors, in its batches and order (`write/importer.py`):
+    the engine or `embed --all` embeds them later and adds the semantic edges the import would have."""
+    _script(
+        db,
+        """
+        CREATE TABLE IF NOT EXISTS vector_queue (
+            insight_id TEXT PRIMARY KEY REFERENCES insights(id) ON DELETE CASCADE,
+            batch INTEGER NOT NULL, pos INTEGER NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS idx_vector_queue_order ON vector_queue(batch, pos)
+        """,
+    )
+
+
 MIGRATIONS = [
     _m001_initial, _m002_lifecycle_columns, _m003_indexes_and_search, _m004_write_path_indexes, _m005_entity_recency,
     _m006_bm25_and_conversations, _m007_supersedes_index, _m008_requests, _m009_graph_log, _m010_prune_grace_index,
-    _m011_active_counter,
+    _m011_active_counter, _m012_vector_queue,
 ]
 
 

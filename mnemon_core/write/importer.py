@@ -1,53 +1,95 @@
 """The importer behind `mnemon import` / `Memory.import_draft` (spec 003, reference §6 "import"): a second way into
 the write pipeline, for a whole validated draft (`draft.py`) at once.
 
-Insights are written in batches, each batch embedded in one call (outside the transaction) and committed as
-one transaction, so an import killed midway leaves whole batches and no half-written insight, and running it
-again skips what is already there (exact duplicates map to the existing id). A final transaction adds the
+Insights are written in batches, each batch embedded (outside the transaction) and committed as one
+transaction, so an import killed midway leaves whole batches and no half-written insight, and running it
+again skips what is already there (exact duplicates map to the existing id). Ctrl-C is acted on between two
+calls of the model (short ones: `embed/local.py`) or two statements: the batch it arrives in rolls back and
+the import stops with one line saying how many insights are in (`Interrupted`). A final transaction adds the
 conversation steps (between consecutive items of one `session`) and the explicit edges, rebuilds the temporal backbone through the imported items,
 refreshes EI and runs auto-prune once.
+
+A large import is usable at once: when embedding its insights would take long (more than IMPORT_DEFER_TOKENS,
+estimated), it writes them without their vectors, everything else as usual (entity, causal and conversation
+edges, the backbone, keyword indexes, EI), and queues them (`Store.queue_vectors`, one queue batch per import
+batch). `fill_queued` embeds them later, batch by batch (the resident engine when idle, `embed --all`), and writes
+what the import deferred: each vector and the semantic edges the import would have made, from the same
+comparisons (the store's vectors as they stood before that batch, then the batch's earlier insights), so the
+store ends as it would have. Recall meanwhile ranks by the other signals, and says how many wait
+(`vectors_pending`).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
 from .. import lifecycle
 from ..context import Context
+from .. import once
 from ..draft import ImportDraft, ImportItem, ImportResult
+from ..errors import Interrupted
 from ..models import Edge, EntityMode, Insight
-from ..progress import progress_bar
+from ..progress import Advance, progress_bar
 from ..store import NO_FILTERS, Filters, Store
 from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from . import ivf, similarity
 from .pipeline import resolve, words_of, write_insight
+from .semantic import create_semantic_edges
 from .temporal import conversation_steps, repair_backbone
 
-__all__ = ["IMPORT_BATCH", "BatchView", "import_draft"]
+__all__ = ["IMPORT_BATCH", "IMPORT_DEFER_TOKENS", "VECTORS", "BatchView", "defers", "fill_queued", "import_draft"]
 
 # Insights per committed transaction and per embedding call: small enough that a killed import loses
 # little, large enough that commits (an fsync each) do not dominate.
 IMPORT_BATCH = 500
+# An import whose texts hold more tokens than this (estimated, `_tokens`) fills its vectors in behind: about
+# 60 s of two cores for multilingual-e5-small here (~1.2 ms a token on one core, measured), so an import of a
+# few chats waits for its vectors and a year of them (60,000 turns: ~20 minutes) is recallable within a minute.
+IMPORT_DEFER_TOKENS = 100_000
+# e5 reads at most one window of a text (`embed/local.py`); a token is about 4 bytes of English.
+_WINDOW_TOKENS, _BYTES_PER_TOKEN = 512, 4
+# Texts a fill embeds between two looks at whether to stop (`fill_queued`).
+FILL_SLICE = 32
+# `vectors`: "auto" (defer past IMPORT_DEFER_TOKENS), "now" (wait for them), "later" (always defer).
+VECTORS = ("auto", "now", "later")
 
 
 def import_draft(
-    ctx: Context, draft: ImportDraft, *, no_diff: bool = False, quantizer: ivf.ImportQuantizer | None = None
+    ctx: Context, draft: ImportDraft, *, no_diff: bool = False, quantizer: ivf.ImportQuantizer | None = None,
+    vectors: str = "auto",
 ) -> ImportResult:
     """Write a validated draft (the caller has checked that it may write). `quantizer`: the batches' coarse
-    quantizer (`ivf.py`; a fresh one with the default thresholds when None)."""
-    return _Importer(ctx, draft, no_diff, quantizer if quantizer is not None else ivf.ImportQuantizer()).run()
+    quantizer (`ivf.py`; a fresh one with the default thresholds when None). `vectors`: one of VECTORS."""
+    return _Importer(ctx, draft, no_diff, quantizer if quantizer is not None else ivf.ImportQuantizer(),
+                     defers(ctx, draft, vectors)).run()
+
+
+def defers(ctx: Context, draft: ImportDraft, vectors: str) -> bool:
+    """Whether this import writes its insights first and queues their vectors: asked for, or (auto) its texts
+    would take long to embed; never without an embedder, nor on a store that keeps no queue."""
+    if ctx.embedder is None or not ctx.store.queues_vectors or vectors == "now":
+        return False
+    return vectors == "later" or sum(_tokens(i.content) for i in draft.insights) > IMPORT_DEFER_TOKENS
+
+
+def _tokens(text: str) -> int:
+    return min(len(text.encode("utf-8", "surrogatepass")) // _BYTES_PER_TOKEN + 2, _WINDOW_TOKENS)
 
 
 class _Importer:
-    def __init__(self, ctx: Context, draft: ImportDraft, no_diff: bool, quantizer: ivf.ImportQuantizer) -> None:
+    def __init__(
+        self, ctx: Context, draft: ImportDraft, no_diff: bool, quantizer: ivf.ImportQuantizer, defer: bool
+    ) -> None:
         self.ctx = ctx
         self.store: Store = ctx.store
         self.draft = draft
         self.no_diff = no_diff
+        self.defer = defer  # write now, queue the vectors
+        self.queued = 0
         n = len(draft.insights)
         self.ids: list[str | None] = [None] * n  # draft index → the insight it became (or duplicates)
         self.results: list[ImportItem | None] = [None] * n
@@ -59,18 +101,24 @@ class _Importer:
     def run(self) -> ImportResult:
         n = len(self.draft.insights)
         planned: set[str] = set()  # contents this run will write, so a repeat inside the draft is not embedded
-        with progress_bar(n, "importing") as advance:
-            for start in range(0, n, IMPORT_BATCH):
-                batch = range(start, min(n, start + IMPORT_BATCH))
-                self._batch(batch, planned)
-                advance(len(batch))
-        edges_inserted, pruned = self._finish()
+        try:
+            with progress_bar(n, "importing") as advance:
+                for start in range(0, n, IMPORT_BATCH):
+                    batch = range(start, min(n, start + IMPORT_BATCH))
+                    self._batch(batch, planned)
+                    advance(len(batch))
+            edges_inserted, pruned = self._finish()
+        except KeyboardInterrupt:
+            done = sum(r is not None and r.action != "error" for r in self.results)
+            raise Interrupted(f"interrupted: {done} of {n} insights imported; run the import again to finish "
+                              "it") from None
         results = [r for r in self.results if r is not None]
         return ImportResult(
             imported=sum(r.action == "added" for r in results),
             skipped=sum(r.action == "skipped" for r in results),
             errors=sum(r.error is not None for r in results),
             edges_inserted=edges_inserted, auto_pruned=len(pruned), auto_pruned_ids=pruned, results=results,
+            vectors_pending=self.queued,
         )
 
     def _batch(self, batch: range, planned: set[str]) -> None:
@@ -78,7 +126,7 @@ class _Importer:
         # Embed (outside the transaction, in one call) only what will be written; without an embedder there
         # is nothing to embed, so no look-up either.
         todo: list[int] = []
-        for i in batch if ctx.embedder is not None else ():
+        for i in batch if ctx.embedder is not None and not self.defer else ():
             c = self.draft.insights[i].content
             if self.no_diff or (c not in planned and store.find_by_content(c) is None):
                 todo.append(i)
@@ -103,6 +151,7 @@ class _Importer:
                 view.known_entities([w for i in batch for w in words_of(self.draft.insights[i].content)])
                 done = [self._wrote(self._one(view, i, vectors.get(i), model, now, ts)) for i in batch]
                 _refresh_ei(view, done, ts)
+                self._queue(done)
         except Exception:  # noqa: BLE001 — rolled back; redo one by one so only the failing items fail
             done = []
             if self._cos is not None:
@@ -120,6 +169,7 @@ class _Importer:
                         err = f"{type(e).__name__}: {e}"
                         done.append((ImportItem(index=i, id="", content=self.draft.insights[i].content,
                                                 action="error", error=err), None))
+                self._queue(done)
         for item, source in done:  # only now committed
             self.results[item.index] = item
             if item.action == "error":
@@ -129,6 +179,13 @@ class _Importer:
                 self.skipped.append(item.id)
             else:
                 self.added[item.id] = source
+
+    def _queue(self, done: list[tuple[ImportItem, str | None]]) -> None:
+        """A deferring import queues the batch's written insights, in the batch's transaction."""
+        if self.defer:
+            ids = [item.id for item, source in done if source is not None]
+            self.store.queue_vectors(ids)
+            self.queued += len(ids)
 
     def _wrote(self, row: tuple[ImportItem, str | None]) -> tuple[ImportItem, str | None]:
         """Later insights of the batch compare their vectors with this one, once it is written."""
@@ -216,6 +273,53 @@ class _Importer:
                 continue
             steps.append((a, b))
         return steps
+
+
+def fill_queued(ctx: Context, *, batches: int | None = None, advance: Advance | None = None,
+                stop: Callable[[], bool] | None = None) -> int:
+    """Embed the insights deferring imports queued, oldest batch first, and write what each import deferred:
+    their vectors and semantic edges (from the same comparisons the import would have made: `BatchCosines`
+    over the store's vectors as they stand, the earlier batches' included, then the batch's earlier insights),
+    and the EI of both ends of every new edge. One transaction per batch, which takes it off the queue (a batch
+    another process filled meanwhile is not written twice). At most `batches` batches (None: all). Returns the
+    vectors written. Raises EmbedderError (the batch stays queued) when the embedder fails. `stop`, asked
+    between slices of FILL_SLICE texts: True leaves the batch queued and returns (an engine that stops)."""
+    store, emb = ctx.store, ctx.embedder
+    if emb is None:
+        return 0
+    quantizer = ivf.ImportQuantizer()  # kept across batches, as one import keeps it
+    written = 0
+    while batches is None or batches > 0:
+        batch, rows = store.queued_vectors()
+        if not rows:
+            break
+        parts = []
+        for at in range(0, len(rows), FILL_SLICE):  # the vectors are the same however the batch is cut
+            if stop is not None and stop():
+                return written
+            parts.append(emb.embed_batch([r.content for r in rows[at : at + FILL_SLICE]]))
+        vecs = np.concatenate(parts)
+        ctx.fold_stale_index(int(vecs.shape[1]))
+        cos = similarity.BatchCosines(store, emb.name, emb.calibration, dict(enumerate(vecs)),
+                                      floor=SEMANTIC_AUTO_LINK, quantizer=quantizer, left=store.count_queued())
+        now, ts = ctx.clock()
+        with store.transaction():
+            if store.unqueue_vectors(batch):
+                once.claim(store, now)
+                touched: set[str] = set()
+                for i, ins in enumerate(rows):
+                    store.set_vector(ins.id, vecs[i], emb.name)
+                    touched.update(create_semantic_edges(store, ins, cos.of(i), now))
+                    touched.add(ins.id)
+                    cos.wrote(i, ins.id)
+                lifecycle.refresh_ei(store, sorted(touched), ts)
+                ctx.log("embed:fill", None, f"vectors={len(rows)} model={emb.name}", now)
+                written += len(rows)
+        if advance is not None:
+            advance(len(rows))
+        if batches is not None:
+            batches -= 1
+    return written
 
 
 def _refresh_ei(view: BatchView, done: list[tuple[ImportItem, str | None]], ts: float) -> None:

@@ -56,7 +56,7 @@ def write_insight(
         temporal=create_temporal_edges(store, ins, now, session) if temporal else 0,
         entity=create_entity_edges(store, ins, now),
         causal=create_causal_edges(store, ins, tokens, now),
-        semantic=create_semantic_edges(store, ins, cosines or {}, now),
+        semantic=2 * len(create_semantic_edges(store, ins, cosines or {}, now)),
     )
     if not ei:
         return created, 0.0

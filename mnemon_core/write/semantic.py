@@ -13,10 +13,11 @@ def ranked(cosines: dict[str, float], exclude: str | None = None) -> list[tuple[
     return sorted(((i, c) for i, c in cosines.items() if i != exclude), key=lambda kv: (-kv[1], kv[0]))
 
 
-def create_semantic_edges(store: WriteTarget, new: Insight, cosines: dict[str, float], now: str) -> int:
+def create_semantic_edges(store: WriteTarget, new: Insight, cosines: dict[str, float], now: str) -> list[str]:
+    """Link `new` with its best neighbours; returns them (each linked both ways)."""
     best = [(i, c) for i, c in ranked(cosines, new.id) if c >= SEMANTIC_AUTO_LINK][:SEMANTIC_AUTO_MAX]
     edges = [Edge(source_id=s, target_id=t, edge_type=EdgeType.semantic, weight=cos,
                   metadata={"created_by": "auto", "cosine": f"{cos:.4f}"}, created_at=now)
              for other, cos in best for s, t in ((new.id, other), (other, new.id))]
     store.upsert_edges(edges)
-    return len(edges)
+    return [other for other, _ in best]
