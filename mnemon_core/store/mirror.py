@@ -1,4 +1,5 @@
-"""A store's rows as the process keeps them beside a database that has no transaction to read inside (Redis).
+"""A store's rows as the process keeps them beside a database that has no transaction to read inside (Redis,
+FalkorDB).
 
 Redis runs a `MULTI`/`EXEC` block whole or not at all, but nothing inside it can read what the block wrote; a
 `remember` reads between its writes (the graph builders read the edges and insights it just wrote). So the
@@ -6,7 +7,7 @@ process keeps a `Mirror` of the store: every row (insights with their tokens and
 by end, session tails) and the indexes recall ranks with (`store/postings.py`). A write transaction changes the
 mirror at once (its reads see it), journals what each change replaced (a savepoint rolls back by undoing the
 journal to its mark) and marks what it touched; the backend writes the final state of what was marked in one
-atomic block at commit (`RedisStore._commit`). What other processes committed comes in through the backend's
+atomic block at commit (`store/mirrored.py`, `MirroredStore._commit`). What other processes committed comes in through the backend's
 change log (`Mirror.reload` of the insights a commit named) before the next read.
 
 Every read of the `Store` protocol is answered here, so a backend on a mirror is its persistence only: the
