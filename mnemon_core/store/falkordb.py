@@ -194,6 +194,14 @@ class FalkorStore(MirroredStore):
             head = "CYPHER " + " ".join(f"{k}={encode(v)}" for k, v in params.items()) + " " if params else ""
             pipe.execute_command("GRAPH.QUERY", p + GRAPH, head + query, "--compact")
 
+    def size_bytes(self) -> int:
+        """The store's keys, and its graph as FalkorDB counts it (`GRAPH.MEMORY USAGE`, whole MB: the key's own
+        `MEMORY USAGE` says a few bytes)."""
+        with self._faults(self.url):
+            usage = self.r.execute_command("GRAPH.MEMORY", "USAGE", self.p + GRAPH)
+        sizes = usage if isinstance(usage, dict) else dict(zip(usage[::2], usage[1::2]))
+        return super().size_bytes() + int(sizes.get(b"total_graph_sz_mb", 0)) * 2**20
+
     def _vector_index(self, model: str, dim: int) -> str:
         """Make the indexes of (model, dim)'s vector nodes, now, before the commit writes any: an index made in
         the `MULTI` that writes its first nodes is filled in the background, and answered short until then. Its
