@@ -8,7 +8,10 @@ float32 bytes in base64 (`vec`, with `model`: what a process reads back), and, w
 node of its own per model and dimension (`Vec<dim>_<model hash> {id, v: vecf32}`) under FalkorDB's HNSW vector
 index (`CREATE VECTOR INDEX … similarityFunction: 'cosine'`, `db.idx.vector.queryNodes`), which answers recall's
 nearest neighbours past `ANN_MIN_ROWS` vectors. (A label of their own: an index over `Insight` nodes, some
-without the property, answered fewer than k of those that have it.)
+without the property, answered fewer than k of those that have it.) FalkorDB answers a double with 15
+significant digits (0.4999999519786024 comes back 0.499999951978602), so the two doubles a store keeps, an edge's
+`weight` and an insight's `effective_importance`, are stored as numbers (what a Cypher query compares) and beside
+them as their exact text (`weight_exact`, `effective_importance_exact`: what mnemon reads back).
 
 FalkorDB has no transaction a writer can read inside (each `GRAPH.QUERY` is atomic on its own), so this store
 keeps the rows in the process as the Redis store does (`store/mirrored.py`: reads from the mirror, a commit in one
@@ -39,8 +42,11 @@ from .sql import INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, insight_of, json_mapping
 SCHEMES = {"falkordb://": "redis://", "falkordbs://": "rediss://"}  # → the Redis URL of the same server
 NEEDS = "a Redis with the FalkorDB module (redis-server --loadmodule falkordb.so)"
 GRAPH = "g"  # the graph's key under the store's prefix (`graph` is the change counter)
-ROW = ", ".join(f"i.{c}" for c in (*INSIGHT_COLUMNS, "seq", "terms", "model", "vec"))
-EDGE = "startNode(e).id, endNode(e).id, type(e), e.weight, e.metadata, e.created_at"
+EXACT = "_exact"  # the suffix of a double's exact text (`repr`)
+ROW = ", ".join(f"i.{c}" for c in (*INSIGHT_COLUMNS, "seq", "terms", "model", "vec")).replace(
+    "i.effective_importance", f"i.effective_importance{EXACT}")
+EI = INSIGHT_COLUMNS.index("effective_importance")
+EDGE = f"startNode(e).id, endNode(e).id, type(e), e.weight{EXACT}, e.metadata, e.created_at"
 
 
 def _falkordb() -> Any:
@@ -81,6 +87,7 @@ def _props(row: Row) -> dict[str, Any]:
     out: dict[str, Any] = {c: getattr(ins, c) for c in INSIGHT_COLUMNS}
     out.update(category=str(ins.category), tags=list(ins.tags), entities=list(ins.entities), seq=row.seq,
                terms=sorted(row.tokens))
+    out["effective_importance" + EXACT] = repr(float(ins.effective_importance))
     if row.vector is not None:
         out.update(model=row.model or "", vec=base64.b64encode(row.vector).decode())
     return {k: v for k, v in out.items() if v is not None}
@@ -88,6 +95,7 @@ def _props(row: Row) -> dict[str, Any]:
 
 def _row(r: Sequence[Any]) -> Row:
     n = len(INSIGHT_COLUMNS)
+    r = [*r[:EI], float(r[EI]), *r[EI + 1:]]
     ins = insight_of(r, lambda v: list(v or []), Insight.model_construct)
     vec = None if r[n + 3] is None else base64.b64decode(r[n + 3])
     return row_of(ins, r[n], r[n + 1] or (), r[n + 2] if vec is not None else None, vec)
@@ -180,14 +188,15 @@ class FalkorStore(MirroredStore):
             e = mirror.edges.get((s, t, y))
             dropped.setdefault(LABELS[y], []).append({"s": s, "t": t})
             if e is not None:
-                kept.setdefault(LABELS[y], []).append({"s": s, "t": t, "w": float(e.weight),
+                w = float(e.weight)
+                kept.setdefault(LABELS[y], []).append({"s": s, "t": t, "w": w, "x": repr(w),
                                                        "m": metadata_json(e.metadata), "at": e.created_at})
         for label, keys in sorted(dropped.items()):
             statements.append((f"UNWIND $keys AS k MATCH (:Insight {{id: k.s}})-[e:{label}]->(:Insight {{id: k.t}}) "
                                "DELETE e", {"keys": keys}))
         for label, items in sorted(kept.items()):
-            statements.append((f"UNWIND $edges AS k MATCH (s:Insight {{id: k.s}}), (t:Insight {{id: k.t}}) "
-                               f"CREATE (s)-[:{label} {{weight: k.w, metadata: k.m, created_at: k.at}}]->(t)",
+            statements.append((f"UNWIND $edges AS k MATCH (s:Insight {{id: k.s}}), (t:Insight {{id: k.t}}) CREATE (s)-"
+                               f"[:{label} {{weight: k.w, weight{EXACT}: k.x, metadata: k.m, created_at: k.at}}]->(t)",
                                {"edges": items}))
         encode = _falkordb().helpers.stringify_param_value
         for query, params in statements:

@@ -7,8 +7,8 @@ process keeps a `Mirror` of the store: every row (insights with their tokens and
 by end, session tails) and the indexes recall ranks with (`store/postings.py`). A write transaction changes the
 mirror at once (its reads see it), journals what each change replaced (a savepoint rolls back by undoing the
 journal to its mark) and marks what it touched; the backend writes the final state of what was marked in one
-atomic block at commit (`store/mirrored.py`, `MirroredStore._commit`). What other processes committed comes in through the backend's
-change log (`Mirror.reload` of the insights a commit named) before the next read.
+atomic block at commit (`store/mirrored.py`, `MirroredStore._commit`). What other processes committed comes in
+through the backend's change log (`Mirror.replace_insight` of the insights a commit named) before the next read.
 
 Every read of the `Store` protocol is answered here, so a backend on a mirror is its persistence only: the
 layout of its keys, the atomic write of a commit, reading rows back, and the change log.

@@ -14,7 +14,7 @@ these keys, all under its prefix (`<root>:{<store>}:`; the braces keep them in o
 | `tails` | hash | remember session → its last insight |
 | `oplog` | stream | the oplog, entry id `<oplog id>-1` |
 | `requests` | sorted set | served calls' request ids by time (`once.py`) |
-| `changes`, `version`, `graph` | stream, counters | one entry per commit naming the insights it touched: other processes read it |
+| `changes`, `version`, `graph` | stream, counters | one entry per commit naming the insights it touched |
 | `meta`, `lock` | hash, string | schema version and counters; the write lock |
 
 Writers of a store take turns on `lock` (`SET NX` with an expiry a heartbeat renews, so a killed writer's lock

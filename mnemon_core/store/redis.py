@@ -10,7 +10,7 @@ the write lock); the rows are laid out as (under the store's prefix `mnemon:{<st
 | `i:<id>` | hash | an insight: its columns, its tokens (JSON), its vector's model and float32 bytes |
 | `order` | sorted set | every insight by insertion number |
 | `recent` | sorted set | the active insights by `created_at` (recency) |
-| `e:<id>` | hash | the edges touching the insight, both directions: `<type> <source> <target>` → weight, metadata, time |
+| `e:<id>` | hash | the edges touching it, both ways: `<type> <source> <target>` → weight, metadata, time |
 | `v:<dim>:<model hash>` | vector set | the active insights' vectors of one model (`VADD … NOQUANT`, `VSIM`: cosine) |
 | `vsets` | set | the names of the store's vector sets |
 """
