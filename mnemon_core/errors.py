@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # not `typing`'s: this module is on the CLI's start-up path (see lazy.py)
+if TYPE_CHECKING:
+    from types import ModuleType
+
 
 class MnemonError(Exception):
     """Root of every error mnemon raises on purpose."""
@@ -70,6 +74,17 @@ class MissingExtraError(MnemonError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'mnemon-core[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+def import_extra(module: str, extra: str, package: str | None = None) -> ModuleType:
+    """`module` of an optional dependency, imported; not installed, a `MissingExtraError` naming the extra that
+    brings it (`package`, where the distribution's name is not the module's)."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ImportError:
+        raise MissingExtraError(package or module, extra) from None
 
 
 def fault_message(e: BaseException) -> str | None:

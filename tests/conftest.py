@@ -95,6 +95,17 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
     m.close()
 
 
+def fill_for_migration(m) -> list[str]:  # noqa: ANN001
+    """What the `mnemon migrate` tests copy: three insights (one forgotten), tags, entities and a causal link;
+    returns the ids a question recalls, which every copy must answer alike."""
+    a = m.remember("Alice chose SQLite for the cache", entities=["Alice"], tags=["db"]).id
+    b = m.remember("Bob moved the cache to Redis because of latency", entities=["Bob"]).id
+    m.link(a, b, type="causal", weight=0.7)
+    m.remember("an old note to forget")
+    m.forget(m.search("old note")[0].id)
+    return [h.id for h in m.recall("why did the cache move to Redis").results]
+
+
 class CLIResult:
     def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
         self.code = proc.returncode

@@ -76,17 +76,21 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[Server]:
-    """Redis 8 without any module: vector sets are its own."""
-    reason = missing("redis")
+def _session_server(falkordb: bool, client: str) -> Iterator[Server]:
+    reason = missing(client)
     if reason:
         pytest.skip(reason)
-    srv = Server(falkordb=False)
+    srv = Server(falkordb=falkordb)
     try:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Server]:
+    """Redis 8 without any module: vector sets are its own."""
+    yield from _session_server(False, "redis")
 
 
 @pytest.fixture(scope="session")
@@ -97,14 +101,7 @@ def redis_url(redis_server: Server) -> str:
 @pytest.fixture(scope="session")
 def falkordb_server() -> Iterator[Server]:
     """Redis 8 with the FalkorDB module loaded."""
-    reason = missing("falkordb")
-    if reason:
-        pytest.skip(reason)
-    srv = Server(falkordb=True)
-    try:
-        yield srv
-    finally:
-        srv.stop()
+    yield from _session_server(True, "falkordb")
 
 
 @pytest.fixture(scope="session")

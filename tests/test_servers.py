@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, checked_backend, run_cli
+from conftest import ROOT, checked_backend, fill_for_migration, run_cli
 from redis_server import Server, free_port, fresh_store
 
 NAMES = {"redis": "Redis", "falkordb": "FalkorDB"}
@@ -197,12 +197,7 @@ def test_migrate_into_and_out_of_the_server_is_lossless(url: str, data_dir: Path
 
     monkeypatch.delenv("MNEMON_DATABASE_URL")
     with Memory() as m:
-        a = m.remember("Alice chose SQLite for the cache", entities=["Alice"], tags=["db"]).id
-        b = m.remember("Bob moved the cache to Redis because of latency", entities=["Bob"]).id
-        m.link(a, b, type="causal", weight=0.7)
-        m.remember("an old note to forget")
-        m.forget(m.search("old note")[0].id)
-        want = [h.id for h in m.recall("why did the cache move to Redis").results]
+        want = fill_for_migration(m)
     second = second_database(url)
     r = run_cli("migrate", "--from", "sqlite:", "--to", url)
     assert r.code == 0, r.err

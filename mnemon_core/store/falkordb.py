@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
-from ..errors import MissingExtraError, StoreError
+from ..errors import StoreError, import_extra
 from ..models import Edge, Insight
 from .cypher import LABELS, TYPES
 from .mirror import Mirror, Row, row_of
@@ -50,11 +50,7 @@ EDGE = f"startNode(e).id, endNode(e).id, type(e), e.weight{EXACT}, e.metadata, e
 
 
 def _falkordb() -> Any:
-    try:
-        import falkordb
-    except ImportError:
-        raise MissingExtraError("falkordb", "falkordb") from None
-    return falkordb
+    return import_extra("falkordb", "falkordb")
 
 
 def redis_url(url: str) -> str:

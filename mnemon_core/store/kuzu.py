@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import STORE_NAME_RE, OplogRetention, Settings
-from ..errors import MissingExtraError, StoreError
+from ..errors import StoreError, import_extra
 from ..models import Edge, OplogEntry
 from ..text import document, terms
 from .base import DumpRow
@@ -60,11 +60,7 @@ KUZU = CypherDialect(
 
 
 def _kuzu() -> Any:
-    try:
-        import kuzu
-    except ImportError:
-        raise MissingExtraError("kuzu", "kuzu") from None
-    return kuzu
+    return import_extra("kuzu", "kuzu")
 
 
 def directory(url: str) -> Path:

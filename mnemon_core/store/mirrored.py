@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..config import OplogRetention
-from ..errors import MissingExtraError, StoreError
+from ..errors import StoreError, import_extra
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import parse
 from . import base
@@ -62,11 +62,7 @@ _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL
 
 
 def _redis() -> Any:
-    try:
-        import redis
-    except ImportError:
-        raise MissingExtraError("redis", "redis") from None
-    return redis
+    return import_extra("redis", "redis")
 
 
 def redact(url: str) -> str:
