@@ -375,6 +375,9 @@ def test_ann_index_serves_from_the_threshold(
     got = index.cosines(["c", "zz", "a"], np.array([1, 0, 0, 0], dtype=np.float32))
     assert got[0] == pytest.approx(0.6, abs=1e-6) and np.isnan(got[1]) and got[2] == pytest.approx(1.0, abs=1e-6)
     assert [i for i, _ in s.nearest("m4", np.array([0, 1, 0, 0], dtype=np.float32), 2)] == ["b", "c"]
+    s.touch(["a", "c"], T2)  # an access bump leaves what the index holds as it was
+    index = s.ann_index("m4", 4)
+    assert index.ids(index.search(np.array([1, 0, 0, 0], dtype=np.float32), 2)[0]) == ["a", "c"]
 
 
 # ---------------------------------------------------------------------------------------------- edges

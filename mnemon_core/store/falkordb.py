@@ -157,8 +157,9 @@ class FalkorStore(MirroredStore):
         p = self.p
         gone = sorted(i for i in mirror.changed_rows if i not in mirror.rows)
         rows = [mirror.rows[i] for i in sorted(mirror.changed_rows) if i in mirror.rows]
+        moved = sorted(mirror.vectors_moved())
         vectors: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for row in rows:
+        for row in (mirror.rows[i] for i in moved if i in mirror.rows):
             if row.active and row.vector is not None:
                 vectors.setdefault((row.model or "", len(row.vector) // 4), []).append(
                     {"id": row.insight.id, "v": Floats(np.frombuffer(row.vector, dtype="<f4"))})
@@ -167,9 +168,8 @@ class FalkorStore(MirroredStore):
             if vector_label(model, dim) not in labels:
                 labels.add(self._vector_index(model, dim))
         statements: list[tuple[str, dict[str, Any]]] = []
-        changed = sorted(mirror.changed_rows)
-        for label in sorted(labels):  # an insight's indexed vector goes, and comes back below while it has one
-            statements.append((f"UNWIND $ids AS x MATCH (v:{label} {{id: x}}) DELETE v", {"ids": changed}))
+        for label in sorted(labels) if moved else ():  # a moved vector goes, and comes back below while indexed
+            statements.append((f"UNWIND $ids AS x MATCH (v:{label} {{id: x}}) DELETE v", {"ids": moved}))
         if gone:
             statements.append(("UNWIND $ids AS x MATCH (i:Insight {id: x}) DETACH DELETE i", {"ids": gone}))
         if rows:  # `SET i = …` replaces every property
@@ -201,9 +201,12 @@ class FalkorStore(MirroredStore):
 
     def size_bytes(self) -> int:
         """The store's keys, and its graph as FalkorDB counts it (`GRAPH.MEMORY USAGE`, whole MB: the key's own
-        `MEMORY USAGE` says a few bytes)."""
+        `MEMORY USAGE` says a few bytes; an older FalkorDB without `GRAPH.MEMORY`: the keys alone)."""
         with self._faults(self.url):
-            usage = self.r.execute_command("GRAPH.MEMORY", "USAGE", self.p + GRAPH)
+            try:
+                usage = self.r.execute_command("GRAPH.MEMORY", "USAGE", self.p + GRAPH)
+            except _redis().exceptions.ResponseError:
+                usage = {}
         sizes = usage if isinstance(usage, dict) else dict(zip(usage[::2], usage[1::2]))
         return super().size_bytes() + int(sizes.get(b"total_graph_sz_mb", 0)) * 2**20
 

@@ -156,6 +156,16 @@ class Mirror:
             elif kind == "seq":
                 self.seq = old
 
+    def vectors_moved(self) -> set[str]:
+        """The changed insights whose indexed vector may differ from the stored one (its bytes, model, or whether it
+        is indexed at all: an inactive insight's is not), judged against the row the transaction first replaced; one
+        whose first change a savepoint undid counts as moved. A recall's access bump moves none."""
+        before: dict[str, Row | None] = {}
+        for kind, key, old in self.undo:
+            if kind == "row" and key not in before:
+                before[key] = old
+        return {i for i in self.changed_rows if i not in before or _indexed(before[i]) != _indexed(self.rows.get(i))}
+
     def settle(self) -> tuple[set[str], set[EdgeKey], set[str]]:
         """The transaction ended: what it changed (rows, edges, tails), forgotten here."""
         out = self.changed_rows, self.changed_edges, self.changed_tails
@@ -368,6 +378,11 @@ class Mirror:
     def dump_tails(self) -> Iterator[tuple[str, str]]:
         for session in sorted(self.tails):
             yield session, self.tails[session]
+
+
+def _indexed(row: Row | None) -> tuple[str | None, bytes | None]:
+    """What a vector index holds of a row: its model and vector while it is active."""
+    return (row.model, row.vector) if row is not None and row.active else (None, None)
 
 
 def with_vector(row: Row, vector: np.ndarray | None, model: str | None) -> Row:

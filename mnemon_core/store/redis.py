@@ -141,6 +141,7 @@ class RedisStore(MirroredStore):
     def _queue_rows(self, pipe: Any, mirror: Mirror) -> None:
         p = self.p
         vsets = {v.decode() for v in self.r.smembers(p + "vsets")}
+        moved = mirror.vectors_moved()
         for id_ in sorted(mirror.changed_rows):
             row = mirror.rows.get(id_)
             key = p + "i:" + id_
@@ -158,6 +159,8 @@ class RedisStore(MirroredStore):
                         target = vset(p, row.model or "", len(row.vector) // 4)
                 else:
                     pipe.zrem(p + "recent", id_)
+            if id_ not in moved:  # its vector set holds it as it is (a recall's access bump)
+                continue
             for name in sorted(vsets - {target} if target else vsets):
                 pipe.execute_command("VREM", name, id_)
             if target is not None and row is not None:
