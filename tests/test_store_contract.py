@@ -684,11 +684,11 @@ def test_calls_in_turn_from_separate_processes(mem, store_backend: str, daemon: 
 
 
 def _committed(store_backend: str, settings, watcher: Store | None) -> int | None:  # noqa: ANN001
-    """Active insights another process has committed so far, read without waiting for the importer (through
-    `watcher`, a store kept open, where there is one: a Redis or FalkorDB store object reads only the commits
-    since its last call, where a new one would read the whole store each time)."""
+    """Insights another process has committed so far, read without waiting for the importer (on a server through
+    `watcher`, a store kept open, by its oplog rows, one per imported insight: a Redis or FalkorDB store counts
+    them without reading the insights back, which took long enough for a fast import to finish meanwhile)."""
     if watcher is not None:
-        return watcher.count_active()
+        return watcher.count_log()
     if store_backend == "milvus":  # the SQLite file beside the vectors (Milvus Lite is the importer's)
         import sqlite3
 
