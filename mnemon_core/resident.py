@@ -94,9 +94,10 @@ def code_stamp() -> str:
                 elif e.name.endswith(".py") and e.is_file():
                     newest = max(newest, e.stat().st_mtime_ns)
                     count += 1
-    from . import __version__
-
-    return f"{__version__}:{count}:{newest}"
+    # the package's version, from the package already loaded (any of its modules is loaded after it): importing it
+    # here made resident → mnemon_core → … → store.holder → resident a cycle
+    version = sys.modules[__package__ or "mnemon_core"].__version__
+    return f"{version}:{count}:{newest}"
 
 
 def engine_key(env: dict[str, str] | os._Environ[str]) -> str:

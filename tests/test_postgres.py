@@ -742,9 +742,9 @@ def schema_objects(url: str, schema: str) -> set[tuple[str, str]]:
     [
         (["--from", "sqlite:/nonexistent/x.db", "--to", "PGURL"], "Error: database not found: /nonexistent/x.db\n"),
         (["--from", "sqlite:", "--to", "sqlite:/tmp/x.db"],
-         "Error: --to must be a postgresql://, kuzu:/// or redis:// URL, got 'sqlite:/tmp/x.db'\n"),
+         "Error: --to must be a postgresql://, kuzu:///, redis:// or falkordb:// URL, got 'sqlite:/tmp/x.db'\n"),
         (["--from", "mysql://x", "--to", "PGURL"],
-         "Error: --from must be sqlite:PATH or a postgresql://, kuzu:/// or redis:// URL, got 'mysql://x'\n"),
+         "Error: --from must be sqlite:PATH or a postgresql://, kuzu:///, redis:// or falkordb:// URL, got 'mysql://x'\n"),
     ],
 )
 def test_migrate_refuses_bad_endpoints(args: list[str], message: str, pg_url: str) -> None:

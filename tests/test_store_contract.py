@@ -407,6 +407,9 @@ def test_ann_index_serves_from_the_threshold(
     got = index.cosines(["c", "zz", "a"], np.array([1, 0, 0, 0], dtype=np.float32))
     assert got[0] == pytest.approx(0.6, abs=1e-6) and np.isnan(got[1]) and got[2] == pytest.approx(1.0, abs=1e-6)
     assert [i for i, _ in s.nearest("m4", np.array([0, 1, 0, 0], dtype=np.float32), 2)] == ["b", "c"]
+    s.touch(["a", "c"], T2)  # an access bump leaves what the index holds as it was
+    index = s.ann_index("m4", 4)
+    assert index.ids(index.search(np.array([1, 0, 0, 0], dtype=np.float32), 2)[0]) == ["a", "c"]
 
 
 # ---------------------------------------------------------------------------------------------- edges
@@ -660,15 +663,25 @@ def test_bulk_load_into_kuzu_copies_what_dump_gives(filled: Store, tmp_path: Pat
         target.close()
 
 
-def test_bulk_load_into_redis_copies_what_dump_gives(filled: Store, redis_url: str) -> None:
-    """`BulkLoad` on Redis (`mnemon migrate --to redis://…`) from each backend's `Dump`: one MULTI/EXEC, read back
-    the same (by this object and by a fresh one that reads the keys), ranked as its source."""
+@pytest.mark.parametrize("server", ["redis", "falkordb"])
+def test_bulk_load_into_a_server_copies_what_dump_gives(filled: Store, server: str,
+                                                        request: pytest.FixtureRequest) -> None:
+    """`BulkLoad` on Redis and FalkorDB (`mnemon migrate --to redis://… | falkordb://…`) from each backend's
+    `Dump`: one MULTI/EXEC, read back the same (by this object and by a fresh one that reads the server), ranked
+    as its source."""
     from redis_server import fresh_store
 
-    from mnemon_core.store.redis import RedisStore, Stores
+    from mnemon_core.store.mirrored import Stores
 
+    checked_backend(server)
+    url = request.getfixturevalue(f"{server}_url")
+    if server == "redis":
+        from mnemon_core.store.redis import RedisStore as cls
+    else:
+        from mnemon_core.store.falkordb import FalkorStore as cls
     name = fresh_store()
-    target = RedisStore(redis_url, store=name)
+    stores = Stores(url, cls)
+    target = cls(url, store=name)
     try:
         target.load(filled.dump_insights(), filled.iter_edges(), filled.dump_oplog(), filled.dump_tails())
         assert dumped(target) == dumped(filled)
@@ -679,7 +692,7 @@ def test_bulk_load_into_redis_copies_what_dump_gives(filled: Store, redis_url: s
         assert [o.id for o in target.read_log(3)][0] > max(o.id for o in filled.read_log(10))
     finally:
         target.close()
-        Stores(redis_url).remove(name)
+        stores.remove(name)
 
 
 # ---------------------------------------------------------------------------------------------- catalog
@@ -703,8 +716,9 @@ def test_catalog(mem, store_backend: str) -> None:
 # Agents call the CLI once per turn: each call is a process of its own, served by the data directory's engine or
 # run in-process. Every backend must show each call what the calls before it wrote, whoever holds the database.
 
-# Vectors matter to these two (Milvus holds only vectors; Redis keeps them in vector sets): they embed for real.
-EMBEDS = {"milvus": "local", "redis": "local"}
+# Vectors matter to these (Milvus holds only vectors; Redis keeps them in vector sets, FalkorDB in vector nodes):
+# they embed for real.
+EMBEDS = {"milvus": "local", "redis": "local", "falkordb": "local"}
 
 
 @pytest.mark.parametrize("daemon", ["off", "on"])
@@ -753,8 +767,12 @@ def test_calls_in_turn_from_separate_processes(mem, store_backend: str, daemon: 
         again.close()
 
 
-def _committed(store_backend: str, settings) -> int | None:  # noqa: ANN001
-    """Active insights another process has committed so far, read without waiting for the importer."""
+def _committed(store_backend: str, settings, watcher: Store | None) -> int | None:  # noqa: ANN001
+    """Insights another process has committed so far, read without waiting for the importer (on a server through
+    `watcher`, a store kept open, by its oplog rows, one per imported insight: a Redis or FalkorDB store counts
+    them without reading the insights back, which took long enough for a fast import to finish meanwhile)."""
+    if watcher is not None:
+        return watcher.count_log()
     if store_backend == "milvus":  # the SQLite file beside the vectors (Milvus Lite is the importer's)
         import sqlite3
 
@@ -797,16 +815,19 @@ def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                MNEMON_EMBEDDER="local" if store_backend == "milvus" else "none")  # Milvus holds only vectors
     cmd = [sys.executable, "-m", "mnemon_core", "import", str(draft)]
+    watcher = open_store(dataclasses.replace(mem.settings, readonly=True)) if store_backend in SERVERS else None
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     try:
-        while not _committed(store_backend, mem.settings):
+        while not _committed(store_backend, mem.settings, watcher):
             assert proc.poll() is None, "the import finished before it could be killed"
             assert time.monotonic() < deadline, "no batch committed in time"
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(timeout=60)
+        if watcher is not None:
+            watcher.close()
     assert proc.returncode == -signal.SIGKILL
 
     s = open_store(dataclasses.replace(mem.settings, readonly=True))
@@ -848,12 +869,13 @@ def test_this_file_calls_every_protocol_method() -> None:
 
 
 @pytest.mark.parametrize("module, cls", [("sqlite", "SQLiteStore"), ("postgres", "PostgresStore"),
-                                         ("kuzu", "KuzuStore"), ("redis", "RedisStore")])
+                                         ("kuzu", "KuzuStore"), ("redis", "RedisStore"),
+                                         ("falkordb", "FalkorStore")])
 def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
     """Every public method of a backend is one the protocols declare (`load` on the migration targets)."""
     import importlib
 
-    if module in ("kuzu", "redis"):
+    if module in ("kuzu", "redis", "falkordb"):
         pytest.importorskip(module)
 
     store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)

@@ -1,5 +1,5 @@
 """Stores behind one protocol: SQLite (embedded default), Postgres (scale-out), Kùzu (an embedded graph database),
-and Redis 8, the others chosen by `MNEMON_DATABASE_URL`."""
+Redis 8 and FalkorDB (a graph database server), the others chosen by `MNEMON_DATABASE_URL`."""
 
 from __future__ import annotations
 
@@ -21,14 +21,16 @@ _BACKENDS: dict[str, str] = {
     "postgres": "mnemon_core.store.postgres",
     "kuzu": "mnemon_core.store.kuzu",
     "redis": "mnemon_core.store.redis",
+    "falkordb": "mnemon_core.store.falkordb",
 }
 # URL scheme → backend (any other URL is Postgres's)
-SCHEMES = {"kuzu://": "kuzu", "redis://": "redis", "rediss://": "redis"}
+SCHEMES = {"kuzu://": "kuzu", "redis://": "redis", "rediss://": "redis", "falkordb://": "falkordb",
+           "falkordbs://": "falkordb"}
 
 
 def backend_name(settings: Settings) -> str:
     """A database URL (`--database-url`, `MNEMON_DATABASE_URL`): `kuzu:///dir` means Kùzu, `redis://…` Redis,
-    any other Postgres; without one, SQLite files."""
+    `falkordb://…` FalkorDB, any other Postgres; without one, SQLite files."""
     return url_backend(settings.database_url) if settings.database_url else "sqlite"
 
 

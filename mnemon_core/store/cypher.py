@@ -48,9 +48,6 @@ I_COLS = ", ".join(f"i.{c}" for c in INSIGHT_COLUMNS)
 PAGE = 5000  # rows per statement when a whole table is read
 SCHEMA_VERSION = 1
 ANN_PREFIX = "Ann"  # node types holding the vectors of an ANN index (`ann_label`)
-# Insights by id, each through the primary key. Not `WHERE i.id IN $ids`: in Kùzu 0.11.3 that scan returns
-# garbled strings of a node written in the open transaction (one longer than every committed one in the column).
-BY_ID = "UNWIND $ids AS x MATCH (i:Insight {id: x})"
 
 
 @dataclass(frozen=True)
@@ -62,6 +59,7 @@ class CypherDialect:
     tables: str  # a query of the store's node and relationship type names (first column)
     per_type: bool  # match one relationship type per pattern: Kùzu 0.11 repeats a relationship written in the open
     # transaction once per type in a pattern over several (`[e]`, `[e:A|B]`), so each type gets its own branch
+    by_id: str  # the start of a statement matching the insights `i` whose ids are in $ids
     ann_schema: Callable[[str, int], tuple[str, ...]]  # (label, dim) → a node type `id`, `v` and its HNSW index
     ann_query: Callable[[str], str]  # label → (id, cosine distance) of the $k nodes nearest to $q, any order
 
@@ -349,7 +347,7 @@ class CypherStore(base.StoreDefaults):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._q(f"{BY_ID} WHERE i.deleted_at IS NULL RETURN {I_COLS}",
+        rows = self._q(f"{self.dialect.by_id} WHERE i.deleted_at IS NULL RETURN {I_COLS}",
                        {"ids": ids})
         return {r[0]: _insight(r) for r in rows}
 
@@ -396,7 +394,7 @@ class CypherStore(base.StoreDefaults):
         seq = self._next_vec_seq()
         self._graph_write(ids)
         self._q(
-            f"{BY_ID} SET i.deleted_at = $now, i.updated_at = $now, "
+            f"{self.dialect.by_id} SET i.deleted_at = $now, i.updated_at = $now, "
             "i.vec_seq = CASE WHEN i.embed_model IS NULL THEN i.vec_seq ELSE $seq END",
             {"ids": ids, "now": now, "seq": seq},
         )
@@ -472,7 +470,7 @@ class CypherStore(base.StoreDefaults):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        return {r[0]: frozenset(r[1]) for r in self._q(f"{BY_ID} RETURN i.id, i.terms",
+        return {r[0]: frozenset(r[1]) for r in self._q(f"{self.dialect.by_id} RETURN i.id, i.terms",
                                                       {"ids": ids})}
 
     def term_scores(self, term: str) -> list[tuple[str, float]]:
@@ -742,7 +740,7 @@ class CypherStore(base.StoreDefaults):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return {}
-        rows = self._q(f"{BY_ID} WHERE i.deleted_at IS NULL "
+        rows = self._q(f"{self.dialect.by_id} WHERE i.deleted_at IS NULL "
                        "RETURN i.id, i.importance, i.created_at, i.category, i.source", {"ids": ids})
         return {r[0]: (r[1], r[2], r[3] or "general", r[4] or "") for r in rows}
 
@@ -858,7 +856,7 @@ class CypherAnn(AnsweredAnn):
         out = np.full(len(ids), np.nan, dtype=np.float32)
         if not ids:
             return out
-        rows = self.store._q(f"{BY_ID} WHERE i.deleted_at IS NULL AND i.embed_model = $m "
+        rows = self.store._q(f"{self.store.dialect.by_id} WHERE i.deleted_at IS NULL AND i.embed_model = $m "
                              "AND size(i.embedding) = $d RETURN i.id, i.embedding",
                              {"ids": list(dict.fromkeys(ids)), "m": self.model, "d": self.dim})
         q = normalise(query)

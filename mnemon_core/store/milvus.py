@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
-from ..errors import MissingExtraError, StoreError
+from ..errors import StoreError, import_extra
 from ..models import Insight
 from ..redact import redact
 from . import base
@@ -61,11 +61,7 @@ LOCK_FILE = "LOCK"  # Milvus Lite's advisory lock in its data directory (the .db
 
 
 def _pymilvus() -> Any:
-    try:
-        import pymilvus
-    except ImportError:
-        raise MissingExtraError("pymilvus", "milvus") from None
-    return pymilvus
+    return import_extra("pymilvus", "milvus")
 
 
 def lite_path(url: str) -> str | None:

@@ -1,4 +1,5 @@
-"""A store's rows as the process keeps them beside a database that has no transaction to read inside (Redis).
+"""A store's rows as the process keeps them beside a database that has no transaction to read inside (Redis,
+FalkorDB).
 
 Redis runs a `MULTI`/`EXEC` block whole or not at all, but nothing inside it can read what the block wrote; a
 `remember` reads between its writes (the graph builders read the edges and insights it just wrote). So the
@@ -6,8 +7,8 @@ process keeps a `Mirror` of the store: every row (insights with their tokens and
 by end, session tails) and the indexes recall ranks with (`store/postings.py`). A write transaction changes the
 mirror at once (its reads see it), journals what each change replaced (a savepoint rolls back by undoing the
 journal to its mark) and marks what it touched; the backend writes the final state of what was marked in one
-atomic block at commit (`RedisStore._commit`). What other processes committed comes in through the backend's
-change log (`Mirror.reload` of the insights a commit named) before the next read.
+atomic block at commit (`store/mirrored.py`, `MirroredStore._commit`). What other processes committed comes in
+through the backend's change log (`Mirror.replace_insight` of the insights a commit named) before the next read.
 
 Every read of the `Store` protocol is answered here, so a backend on a mirror is its persistence only: the
 layout of its keys, the atomic write of a commit, reading rows back, and the change log.
@@ -15,6 +16,7 @@ layout of its keys, the atomic write of a commit, reading rows back, and the cha
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +31,7 @@ from .postings import Indexed, Postings, in_scope
 from .vectors import VectorCache, decode, encode, scan
 
 EdgeKey = tuple[str, str, str]  # (source id, target id, edge type)
+SUPERSEDES = str(EdgeType.supersedes)
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Mirror:
         self.postings = Postings()
         self.edges: dict[EdgeKey, Edge] = {}
         self.by_end: dict[str, set[EdgeKey]] = {}  # insight id → keys of the edges touching it
+        self.superseded: Counter[str] = Counter()  # target → its `supersedes` edges (a write asks, every time)
         self.tails: dict[str, str] = {}
         self.seq = 0  # the last insertion number given
         self._vectors: dict[tuple[str, int], VectorCache] = {}
@@ -111,8 +115,13 @@ class Mirror:
         self._set_edge(key, edge)
 
     def _set_edge(self, key: EdgeKey, edge: Edge | None) -> None:
+        supersedes = key[2] == SUPERSEDES
         if edge is None:
             if self.edges.pop(key, None) is not None:
+                if supersedes:
+                    self.superseded[key[1]] -= 1
+                    if not self.superseded[key[1]]:
+                        del self.superseded[key[1]]
                 for end in key[:2]:
                     keys = self.by_end.get(end)
                     if keys is not None:
@@ -120,6 +129,8 @@ class Mirror:
                         if not keys:
                             del self.by_end[end]
         else:
+            if supersedes and key not in self.edges:
+                self.superseded[key[1]] += 1
             self.edges[key] = edge
             for end in key[:2]:
                 self.by_end.setdefault(end, set()).add(key)
@@ -154,6 +165,16 @@ class Mirror:
                 self._set_tail(key, old)
             elif kind == "seq":
                 self.seq = old
+
+    def vectors_moved(self) -> set[str]:
+        """The changed insights whose indexed vector may differ from the stored one (its bytes, model, or whether it
+        is indexed at all: an inactive insight's is not), judged against the row the transaction first replaced; one
+        whose first change a savepoint undid counts as moved. A recall's access bump moves none."""
+        before: dict[str, Row | None] = {}
+        for kind, key, old in self.undo:
+            if kind == "row" and key not in before:
+                before[key] = old
+        return {i for i in self.changed_rows if i not in before or _indexed(before[i]) != _indexed(self.rows.get(i))}
 
     def settle(self) -> tuple[set[str], set[EdgeKey], set[str]]:
         """The transaction ended: what it changed (rows, edges, tails), forgotten here."""
@@ -207,21 +228,21 @@ class Mirror:
         for r in sorted(self._in_scope(filters), key=lambda r: r.seq):
             yield copy(r.insight)
 
-    def _latest(self, filters: Filters, source: str | None = None, since: str | None = None,
+    def _latest(self, filters: Filters, limit: int, source: str | None = None, since: str | None = None,
                 exclude: str | None = None) -> list[Row]:
-        rows = [r for r in self._in_scope(filters) if (source is None or r.insight.source == source)
-                and (since is None or r.insight.created_at >= since) and r.insight.id != exclude]
-        rows.sort(key=lambda r: (r.insight.created_at, r.seq), reverse=True)
-        return rows
+        """The newest `limit` in scope (a heap, not a sort of the whole store: a write asks several times)."""
+        rows = (r for r in self._in_scope(filters) if (source is None or r.insight.source == source)
+                and (since is None or r.insight.created_at >= since) and r.insight.id != exclude)
+        return heapq.nlargest(limit, rows, key=lambda r: (r.insight.created_at, r.seq))
 
     def latest(
         self, *, source: str | None = None, since: str | None = None, exclude: str | None = None,
         limit: int, filters: Filters = NO_FILTERS,
     ) -> list[Insight]:
-        return [copy(r.insight) for r in self._latest(filters, source, since, exclude)[:limit]]
+        return [copy(r.insight) for r in self._latest(filters, limit, source, since, exclude)]
 
     def latest_ids(self, *, limit: int, filters: Filters = NO_FILTERS) -> list[str]:
-        return [r.insight.id for r in self._latest(filters)[:limit]]
+        return [r.insight.id for r in self._latest(filters, limit)]
 
     def prune_candidates(
         self, *, exclude: str | None, stored_before: str | None, limit: int, immune_importance: int,
@@ -353,7 +374,7 @@ class Mirror:
         return out
 
     def superseded_ids(self, among: Sequence[str] | None = None) -> set[str]:
-        targets = {k[1] for k in self.edges if k[2] == str(EdgeType.supersedes) and k[1] in self.postings.rows}
+        targets = {t for t in self.superseded if t in self.postings.rows}
         return targets if among is None else targets & set(among)
 
     # ------------------------------------------------------------------ copy (`mnemon migrate`)
@@ -367,6 +388,11 @@ class Mirror:
     def dump_tails(self) -> Iterator[tuple[str, str]]:
         for session in sorted(self.tails):
             yield session, self.tails[session]
+
+
+def _indexed(row: Row | None) -> tuple[str | None, bytes | None]:
+    """What a vector index holds of a row: its model and vector while it is active."""
+    return (row.model, row.vector) if row is not None and row.active else (None, None)
 
 
 def with_vector(row: Row, vector: np.ndarray | None, model: str | None) -> Row:

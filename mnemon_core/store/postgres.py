@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..config import OplogRetention, Settings
-from ..errors import MissingExtraError, StoreError
+from ..errors import MissingExtraError, StoreError, import_extra
 from ..models import Edge, Insight, OplogEntry
 from ..redact import redact
 from ..text import document, terms
@@ -92,11 +92,7 @@ _MIGRATE_LOCK = int.from_bytes(hashlib.sha256(b"mnemon:migrate").digest()[:8], "
 
 
 def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise MissingExtraError("psycopg", "postgres") from None
-    return psycopg
+    return import_extra("psycopg", "postgres")
 
 
 def schema_name(store: str) -> str:
