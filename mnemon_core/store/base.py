@@ -89,6 +89,10 @@ class Access(NamedTuple):
     detail: str
 
 
+class Busy(Exception):
+    """A transaction asked not to wait (`record_access`) found another writer holding the store's write lock."""
+
+
 def apply_access(store: Store, access: Access) -> None:
     """Inside a write transaction: count `access`, unless its key was counted before (`claim_request`). A
     later access applied before an earlier one leaves the later time (`touch` keeps the newest)."""

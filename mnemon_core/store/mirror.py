@@ -208,6 +208,9 @@ class Mirror:
     def get_insights(self, ids: Sequence[str]) -> dict[str, Insight]:
         return {i: copy(r.insight) for i in dict.fromkeys(ids) if (r := self.active(i)) is not None}
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        return sorted(i for i, r in self.rows.items() if r.active and i.startswith(prefix))[:limit]
+
     def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         return {i: (r.insight.content, str(r.insight.category)) for i in dict.fromkeys(ids)
                 if (r := self.active(i)) is not None}

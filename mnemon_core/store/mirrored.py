@@ -43,7 +43,7 @@ from ..errors import StoreError, import_extra
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import parse
 from . import base
-from .base import NO_FILTERS, DumpRow, Filters, TokenHit
+from .base import NO_FILTERS, Access, Busy, DumpRow, Filters, TokenHit, apply_access
 from .journal import GraphJournal
 from .mirror import EdgeKey, Mirror, Row, row_of, with_vector
 from .sql import REQUEST_KEEP_S, WRITE_LOCK_TIMEOUT_S
@@ -94,6 +94,12 @@ def faults(url: str, server: str = "Redis", needs: str = "a Redis 8 with vector 
             raise StoreError(f"{server} at {redact(url)} does not know a command mnemon needs ({text}): {needs} "
                              "is needed") from e
         raise StoreError(f"{server} at {redact(url)}: {text}") from e
+
+
+def _access_of(raw: bytes) -> Access:
+    """An access a read kept (`record_access`), as stored."""
+    fields = json.loads(raw)
+    return Access(**{**fields, "ids": tuple(fields["ids"])})
 
 
 def epoch(ts: str) -> float:
@@ -185,6 +191,7 @@ class MirroredStore(base.StoreDefaults):
         self._oplog_next = 0
         self._requests: list[tuple[str, str]] = []  # this transaction's claimed request ids (id, time)
         self._trim_due: str | None = None
+        self._kept = 0  # how many accesses reads kept this transaction applies (`record_access`)
         self._graph_ids: set[str] = set()  # insights whose attributes or adjacency this transaction changed
         self._gen = 0
         self._journal = GraphJournal()
@@ -269,17 +276,22 @@ class MirroredStore(base.StoreDefaults):
     # ------------------------------------------------------------------ transactions
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Outermost: the store's write lock, the mirror brought up to date, and at the end one MULTI/EXEC of what
-        changed; inner: a savepoint (the mirror's journal undone to its mark)."""
+    def transaction(self, *, wait: bool = True) -> Iterator[None]:
+        """Outermost: the store's write lock, the mirror brought up to date, the accesses reads kept for it
+        (`record_access`) applied first, and at the end one MULTI/EXEC of what changed; inner: a savepoint (the
+        mirror's journal undone to its mark). With `wait=False` an outermost call that finds the lock taken
+        raises `Busy` at once."""
         with self.shared.lock:
+            kept: list[Access] = []
             if self._depth == 0:
-                self._begin()
+                kept = self._begin(wait=wait)
             mirror = self.shared.mirror
             assert mirror is not None
             marks = mirror.mark(), len(self._oplog), len(self._requests), self._trim_due
             self._depth += 1
             try:
+                for access in kept:
+                    apply_access(self, access)  # type: ignore[arg-type]
                 yield
             except BaseException:
                 self._depth -= 1
@@ -294,22 +306,30 @@ class MirroredStore(base.StoreDefaults):
             if self._depth == 0:
                 self._end(commit=True)
 
-    def _begin(self) -> None:
+    def _begin(self, *, wait: bool) -> list[Access]:
+        """Take the lock and bring the mirror up to date; the accesses reads kept for this transaction."""
+        kept: list[Access] = []
         with self._faults(self.url):
             if not self.readonly:
-                self._take_lock()
+                self._take_lock(wait=wait)
             try:
                 self._sync()
                 self._oplog_next = int(self.r.hget(self.p + "meta", "oplog") or 0)
+                if not self.readonly:
+                    kept = [_access_of(raw) for raw in self.r.lrange(self.p + "accesses", 0, -1)]
             except BaseException:
                 self._let_go()
                 raise
+        self._kept = len(kept)
         self._journal.begin(self._gen)
+        return kept
 
-    def _take_lock(self) -> None:
+    def _take_lock(self, *, wait: bool = True) -> None:
         token = os.urandom(12).hex()
         deadline = time.monotonic() + WRITE_LOCK_TIMEOUT_S
         while not self.r.set(self.p + "lock", token, nx=True, px=LOCK_TTL_MS):
+            if not wait:
+                raise Busy
             if time.monotonic() >= deadline:
                 raise StoreError(f"database is locked: another process held {self.location} longer than the "
                                  f"{WRITE_LOCK_TIMEOUT_S:g} s lock timeout; try again", path=self.location)
@@ -341,7 +361,7 @@ class MirroredStore(base.StoreDefaults):
         try:
             if commit:
                 rows, edges, tails = mirror.changed_rows, mirror.changed_edges, mirror.changed_tails
-                if rows or edges or tails or self._oplog or self._requests:
+                if rows or edges or tails or self._oplog or self._requests or self._kept:
                     if self.readonly:
                         raise StoreError("database writes are disabled (--readonly)", path=self.location)
                     with self._faults(self.url):
@@ -361,7 +381,7 @@ class MirroredStore(base.StoreDefaults):
             raise
         finally:
             mirror.settle()
-            self._oplog, self._requests, self._trim_due = [], [], None
+            self._oplog, self._requests, self._trim_due, self._kept = [], [], None, 0
             self._graph_ids = set()
             self._let_go()
 
@@ -393,6 +413,8 @@ class MirroredStore(base.StoreDefaults):
             pipe.hset(p + "meta", "oplog", self._oplog[-1].id)
         if trim:
             pipe.xdel(p + "oplog", *trim)
+        if self._kept:  # the kept accesses this transaction applied (reads append behind them meanwhile)
+            pipe.ltrim(p + "accesses", self._kept, -1)
         for rid, at in self._requests:
             pipe.zadd(p + "requests", {rid: epoch(at)})
         if self._requests:
@@ -484,6 +506,10 @@ class MirroredStore(base.StoreDefaults):
         with self.shared.lock:
             return self._m().get_insights(ids)
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        with self.shared.lock:
+            return self._m().ids_starting(prefix, limit)
+
     def texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         with self.shared.lock:
             return self._m().texts(ids)
@@ -543,7 +569,9 @@ class MirroredStore(base.StoreDefaults):
         if counts:
             with self._write():
                 m = self._m()
-                self._update({i: {"access_count": m.rows[i].insight.access_count + inc * n, "last_accessed_at": now}
+                # the newest time stays: a kept access applied after a newer one (`record_access`)
+                self._update({i: {"access_count": m.rows[i].insight.access_count + inc * n,
+                                  "last_accessed_at": max(now, m.rows[i].insight.last_accessed_at or now)}
                               for i, n in counts.items() if i in m.rows})
 
     def set_effective_importance(self, values: dict[str, float]) -> None:
@@ -744,6 +772,23 @@ class MirroredStore(base.StoreDefaults):
             self._oplog.append(OplogEntry(id=last + 1, operation=operation, insight_id=insight_id, detail=detail,
                                           created_at=now))
             self._trim_due = now
+
+    def record_access(self, access: Access) -> bool:
+        """Applied at once when no writer holds the store (this process's other store objects, or another
+        process's lock), else appended to the store's `accesses` list, which the next write transaction of any
+        process applies first: a read never waits for a writer."""
+        if self.shared.lock.acquire(blocking=False):
+            try:
+                with self.transaction(wait=False):
+                    apply_access(self, access)  # type: ignore[arg-type]
+                return True
+            except Busy:
+                pass
+            finally:
+                self.shared.lock.release()
+        with self._faults(self.url):
+            self.r.rpush(self.p + "accesses", json.dumps(access._asdict()))
+        return False
 
     def claim_request(self, request_id: str, now: str) -> bool:
         """Record a served call's request id (`once.py`); False when it is there already (and younger than

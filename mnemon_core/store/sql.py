@@ -23,7 +23,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..models import Edge, Insight, OplogEntry
 from ..timeutil import iso, parse
-from .base import NO_FILTERS, Access, AnnSearch, Filters, StoreDefaults, apply_access
+from .base import NO_FILTERS, Access, AnnSearch, Busy, Filters, StoreDefaults, apply_access
 from . import gindex, vecfile
 from .vectors import VectorCache, nearest
 
@@ -38,10 +38,6 @@ OPLOG_COLS = "id, operation, insight_id, detail, created_at"
 WRITE_LOCK_TIMEOUT_S = 60
 # How long a served call's request id is kept (`claim_request`): far longer than a client waits to rerun it.
 REQUEST_KEEP_S = 86400.0
-
-
-class Busy(Exception):
-    """A transaction asked not to wait (`record_access`) found another writer holding the store's write lock."""
 
 
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
