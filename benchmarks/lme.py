@@ -25,7 +25,7 @@ anyone can repeat); the others run on every question.
 
     python -m benchmarks.lme                           # fts5, mnemon-none on all; every ranker on the sample
     python -m benchmarks.lme --rankers fts5,mnemon-none --questions 001be529,031748ae
-    python -m benchmarks.lme --sample --ablations      # mnemon variants on the sample
+    python -m benchmarks.lme --ablations --rankers mnemon-none   # mnemon variants (with vectors: on the sample)
 
 `load_questions` is the loader other harnesses import: one `Conversation` per question (`sample_id` the question
 id), its turns with `dia_id` (`"<haystack session index>:<turn index>"`), `session`, `speaker` (role),
@@ -222,12 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = load_questions(args.data, only)
     if not questions:
         p.error("no question selected")
+    if args.sample and not only:
+        questions = stratified_sample(questions)
     sample = questions if only or args.sample else stratified_sample(questions)
     store_dir = Path(args.store_dir) if args.store_dir else None
     command = "python -m benchmarks.lme" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    if args.ablations:
+    if args.ablations:  # on every question without vectors, on the sample with them
         kinds = [r for r in asked if r.startswith("mnemon")] or ["mnemon-none", "mnemon-local"]
-        print(L.ablation_markdown(L.ablate(sample, kinds, store_dir=store_dir, seed=args.seed), command,
+        convs = sample if "mnemon-local" in kinds else questions
+        print(L.ablation_markdown(L.ablate(convs, kinds, store_dir=store_dir, seed=args.seed), command,
                                   QUESTION_TYPES))
         return 0
     # Every ranker without vectors on every question; the whole set (those with vectors too) on the sample.
