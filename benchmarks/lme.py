@@ -52,6 +52,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/lme.py` as well as `python -
 
 from benchmarks import beam as B
 from benchmarks import locomo as L
+from benchmarks.peers import protocols as P
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "longmemeval-s-dev.json"
 DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "lme_recall_at_k.png"
@@ -156,8 +157,7 @@ def stratified_sample(questions: Sequence[L.Conversation], per_type: int = SAMPL
 
 def session_any(ranked: Sequence[str], session_of: dict[str, str], gold: Sequence[str], top: int = SESSION_TOP) -> float:
     """1.0 when a gold session is among the first `top` distinct sessions of the ranked turns, else 0.0."""
-    sessions = list(dict.fromkeys(session_of[d] for d in ranked))[:top]
-    return 1.0 if set(sessions) & set(gold) else 0.0
+    return P.any_at(P.sessions_of(ranked, session_of), gold, top)
 
 
 def session_scores(result: L.Run, questions: Sequence[L.Conversation]) -> dict[str, dict[Any, tuple[int, float]]]:

@@ -112,3 +112,19 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
         "| fts5 | multi-session | 1 | 0.000 | 1.000 | 1.000 | 1.000 | 1.000 |",
     ]
     assert len(table) == 2 + 2 * 3
+
+
+def test_peers_harness_runs_the_questions_as_haystacks(data_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.peers import harness as H
+
+    monkeypatch.setenv("MNEMON_DAEMON", "off")
+    haystacks = H.lme_haystacks(data_file, ["q1", "q2"])
+    assert [h.sample_id for h in haystacks] == ["q1", "q2"]
+    assert haystacks[0].questions == (("Which city did I move to?", "single-session-user", ("1:0",), ("answer_s1",)),)
+    assert [h.sample_id for h in H.lme_haystacks(data_file)] == ["q1", "q2"]  # the sample: both (one per type)
+    result = H.run(haystacks, ["fts5", "mnemon-none"], log=io.StringIO())
+    table = H.lme_markdown(result, "python -m benchmarks.peers --dataset lme").splitlines()
+    assert table[0] == ("| system | embedder | R@1 | R@5 | R@10 | R@20 | session any@5 | ss-user | ss-assistant | "
+                        "ss-preference | multi-session | update | temporal | ms/q |")
+    assert table[2].startswith("| fts5 | - | 0.000 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 | - | - | 1.000 | - | - |")
+    assert "2 questions, each its own haystack." in "\n".join(table)
