@@ -123,8 +123,8 @@ def parse_question(sample: dict[str, Any]) -> L.Conversation | None:
                 evidence.append(dia_id)
     if not evidence:
         return None
-    ask = Ask(str(sample["question"]), str(sample["question_type"]), tuple(evidence),
-              tuple(str(s) for s in sample.get("answer_session_ids") or ()))
+    ask = Ask(str(sample["question"]), str(sample["question_type"]), tuple(evidence), str(sample.get("answer", "")),
+              sessions=tuple(str(s) for s in sample.get("answer_session_ids") or ()))
     return L.Conversation(qid, tuple(turns), (ask,))
 
 

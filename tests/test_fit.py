@@ -49,9 +49,12 @@ def test_splits_leave_each_benchmark_out_once() -> None:
 
 def test_grids_start_with_the_shipped_set() -> None:
     shipped = L.Fitted.shipped()
-    cands = F.none_candidates({"update_margin": (0.0,), "hops": (1, 2)})
+    assert (shipped.update_margin, shipped.hops) == (0.0, 1)
+    cands = F.none_candidates({"update_margin": (0.0,), "hops": (2, 3)})
     assert cands[0] == shipped and len(cands) == 3
-    assert [(c.update_margin, c.hops) for c in cands[1:]] == [(0.0, 1), (0.0, 2)]
+    assert [(c.update_margin, c.hops) for c in cands[1:]] == [(0.0, 2), (0.0, 3)]
+    # A grid point equal to the shipped set is not scored twice.
+    assert F.none_candidates({"update_margin": (0.0,), "hops": (1, 2)})[1:] == cands[1:2]
     nv = shipped.no_vectors
     (shared,) = F.vector_candidates(shipped, {"share": (0.2,)})
     assert shared.vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)

@@ -103,7 +103,8 @@ def test_run_with_fts5_and_mnemon(data_file: Path, tmp_path: Path) -> None:
     lines = md.splitlines()
     assert lines[0] == "Two questions:"
     # (the shared report orders the types by name)
-    assert lines[2] == "| ranker | R@1 | R@5 | R@10 | R@20 | R@10 multi-session (1) | R@10 ss-user (1) | ms/query |"
+    assert lines[2] == ("| ranker | R@1 | R@5 | R@10 | R@20 | ≤1,000 tok | ≤4,000 tok | R@10 multi-session (1) "
+                        "| R@10 ss-user (1) | ms/query |")
     table = lme.type_markdown(result, questions).splitlines()
     assert table[0] == "| ranker | question type | n | R@1 | R@5 | R@10 | R@20 | session any@5 |"
     assert table[2:5] == [
