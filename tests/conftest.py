@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -159,6 +160,25 @@ def _engines_under(root: Path) -> list[tuple[int, str]]:
             if i + 1 < len(argv) and (argv[i + 1] == prefix or argv[i + 1].startswith(prefix + os.sep)):
                 found.append((int(proc.name), argv[i + 1]))
     return found
+
+
+def unix_socket(path: str | os.PathLike[str], *, bind: bool) -> socket.socket:
+    """A Unix socket bound (bind) or connected at `path`, addressed through its open directory as the engine and
+    its clients address theirs (`resident.address`): under `pytest -n`, a test's data dir gains `popen-gwN/` and a
+    socket's full path would pass the 107 bytes an address may hold."""
+    from mnemon_core import resident
+
+    folder, name = os.path.split(os.fspath(path))
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        (s.bind if bind else s.connect)(resident.address(fd, folder, name))
+    except BaseException:
+        s.close()
+        raise
+    finally:
+        os.close(fd)
+    return s
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import _alive, run_cli, stop_engines
+from conftest import _alive, run_cli, stop_engines, unix_socket
 import mnemon_core
 from mnemon_core import client, resident
 from mnemon_core.engine import Engine
@@ -258,8 +258,7 @@ def test_a_first_call_that_writes_nothing_leaves_no_engine_behind(engine_on: Pat
 def test_a_mute_engine_means_one_warning_and_the_right_answer(engine_on: Path) -> None:
     run_cli("remember", "the answer", env={"MNEMON_DAEMON": "off"})
     path = resident.socket_path(engine_on)
-    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    mute.bind(os.fsencode(path))
+    mute = unix_socket(path, bind=True)
     mute.listen(8)
     stop = threading.Event()
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, _alive, _engines_under, run_cli, stop_engines
+from conftest import ROOT, _alive, _engines_under, run_cli, stop_engines, unix_socket
 from mnemon_core import client, resident
 from mnemon_core import engine as engine_mod
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
@@ -165,8 +165,7 @@ class FakeEngine:
         self.paths = [data_dir / resident.engine_file(key(), ".sock"), data_dir / "engine.sock"]
         self.socks = []
         for p in self.paths:
-            s = socket.socket(socket.AF_UNIX)
-            s.bind(str(p))
+            s = unix_socket(p, bind=True)
             s.listen(8)
             s.settimeout(0.05)
             self.socks.append(s)
@@ -511,8 +510,7 @@ def test_daemon_start_that_cannot_start_fails(engine_on: Path) -> None:
 
 def test_a_connection_that_never_sends_does_not_keep_the_engine_alive(engine_on: Path) -> None:
     pid = started(engine_on, {"MNEMON_DAEMON_IDLE": "5"})
-    idle = socket.socket(socket.AF_UNIX)
-    idle.connect(resident.socket_path(engine_on))  # connects, never sends
+    idle = unix_socket(resident.socket_path(engine_on), bind=False)  # connects, never sends
     try:
         assert wait_gone(pid, 30.0)
     finally:
@@ -521,8 +519,7 @@ def test_a_connection_that_never_sends_does_not_keep_the_engine_alive(engine_on:
 
 def test_daemon_stop_answers_once_the_process_is_gone(engine_on: Path) -> None:
     pid = started(engine_on)
-    idle = socket.socket(socket.AF_UNIX)
-    idle.connect(resident.socket_path(engine_on))
+    idle = unix_socket(resident.socket_path(engine_on), bind=False)
     try:
         assert run_cli("daemon", "stop").json()["stopped"] is True
         assert not _alive(pid)
