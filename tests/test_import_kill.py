@@ -104,8 +104,11 @@ def test_sigkill_midway_then_rerun(tmp_path: Path, data_dir: Path) -> None:
 def test_ctrl_c_inside_embedding_stops_at_once_with_one_line(tmp_path: Path, data_dir: Path) -> None:
     """Ctrl-C (a real SIGINT) while the import embeds with the local model: one line saying how far it got, exit
     130, acted on at once (a short model call, not the whole batch: before, over a minute), the batch it arrived
-    in rolled back (every insight in the store has its vector), and the rerun finishes the import."""
-    n = 3 * IMPORT_BATCH
+    in rolled back (every insight in the store has its vector), and the rerun finishes the import.
+
+    The draft is long (six batches) so that a loaded machine cannot finish it before the signal lands; only the
+    first batch and part of the second are embedded, and the rerun queues its vectors (`--vectors later`)."""
+    n = 6 * IMPORT_BATCH
     draft = tmp_path / "big.json"
     draft.write_text(json.dumps(make_draft(n)), encoding="utf-8")
     db_path = data_dir / "data" / "default" / "mnemon.db"
@@ -136,7 +139,9 @@ def test_ctrl_c_inside_embedding_stops_at_once_with_one_line(tmp_path: Path, dat
     db = sqlite3.connect(db_path)
     assert db.execute("SELECT count(*), count(embedding) FROM insights").fetchone() == (IMPORT_BATCH, IMPORT_BATCH)
     db.close()
-    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    rerun = subprocess.run([*cmd[:-3], "--vectors", "later", str(draft)], env=env, capture_output=True, text=True,
+                           timeout=600, check=False)
     assert rerun.returncode == 0, rerun.stderr
     got = json.loads(rerun.stdout)
     assert (got["imported"], got["skipped"], got["errors"]) == (n - IMPORT_BATCH, IMPORT_BATCH, 0)
+    assert got["vectors_pending"] == n - IMPORT_BATCH
