@@ -46,13 +46,11 @@ BASELINES = ("fts5", "dense", "rrf", "rrf-dense0.5")
 OBJECTIVE_KS = (1, 5, 10)  # the objective: the mean of R@k over these
 Benchmarks = dict[str, list[L.Conversation]]  # benchmark name → its conversations
 
-# Stage 1, on mnemon-none (what both modes share): the update order's margin, how far relevance flows, an
-# assistant's reply factor, a stated preference's factor for a request.
+# Stage 1, on mnemon-none (what both modes share): BM25's length cap, around the shipped update order (off), flow
+# (one hop), reply factor (0.6) and preference factor (1), which the grid of update margin {0, 0.1} × hops {1, 2} ×
+# reply {0.6, 0.8} × preference {1, 1.3} chose before (RESULTS.md, "One recipe for three benchmarks").
 NONE_GRID: dict[str, tuple[Any, ...]] = {
-    "update_margin": (0.0, 0.1),
-    "hops": (1, 2),
-    "reply": (0.6, 0.8),
-    "preference": (1.0, 1.3),
+    "length_cap": (None, 1.5, 3.0, 6.0),
 }
 # Stage 2, on mnemon-local: the similarity term's share of the rerank.
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
@@ -136,7 +134,8 @@ def vector_candidates(base: L.Fitted, grid: dict[str, tuple[Any, ...]] = VECTOR_
 
 def describe(f: L.Fitted, vectors: bool) -> str:
     shipped = L.Fitted.shipped()
-    parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}"]
+    parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}",
+             f"length cap {f.length_cap:g}" if f.length_cap is not None else "no length cap"]
     if vectors:
         parts.append(f"share {f.vectors[2]:g}")
     return ("shipped: " if f == shipped else "") + ", ".join(parts)

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import run_cli
+from test_recall_budget import LONG, QUERY, SHORT
 from mnemon_core import Memory
 from mnemon_core.errors import ValidationError
 from mnemon_core.models import Edge, Insight
@@ -71,6 +72,25 @@ def test_rare_terms_outweigh_common_ones(mem: Memory) -> None:
     put(mem, "rare", "meeting about the Zanzibar office lease", 20)
     put(mem, "common", "meeting meeting meeting agenda", 21)
     assert ids(mem.recall("Zanzibar meeting", limit=1)) == ["rare"]
+
+
+def test_a_length_cap_ranks_a_long_memory_by_the_words_it_holds(mem: Memory) -> None:
+    """BM25 divides by the whole length: a 61-sentence memory holding the query's words goes behind a short one
+    sharing some of them. With `bm25_length_cap` a memory counts at most that many average lengths long."""
+    put(mem, "long", LONG, 1)  # the budget tests' long memory and short ones
+    for i, text in enumerate(SHORT):
+        put(mem, f"s{i}", text, 2 + i)
+    def top(cap: float | None) -> list[tuple[str, float]]:
+        config = HYBRID.model_copy(update={"bm25_length_cap": cap})
+        found = smart_recall(mem.store, QUERY, intent=detect_intent(QUERY), intent_source="auto", limit=3,
+                             scope=scope_of(None, None), config=config)
+        return [(r.id, round(r.keyword, 3)) for r in found.results]
+
+    assert HYBRID.bm25_length_cap is None and SPEC.bm25_length_cap is None
+    assert [i for i, _ in top(None)] == ["s1", "long", "s4"]
+    capped = top(3.0)
+    assert [i for i, _ in capped] == ["long", "s1", "s4"] and capped[0][1] == 1.0
+    assert [i for i, _ in top(1e9)] == ["s1", "long", "s4"]  # a cap no memory reaches: FTS5's own scores
 
 
 def test_priya_through_langchain_memory_with_no_embedder(data_dir: Path) -> None:

@@ -112,6 +112,11 @@ class RecallConfig(BaseModel):
     keyword: Literal["coverage", "bm25"] = Field(
         default="coverage", description="coverage: share of the query's tokens; bm25: BM25 over stemmed terms"
     )
+    bm25_length_cap: float | None = Field(
+        default=None, gt=0, description="BM25 counts a memory longer than this many average lengths as that long "
+        "(a long memory holding the query's rare words is not ranked below short ones sharing a common word for "
+        "its length alone); None: FTS5's bm25(), the whole length"
+    )
     graph: Literal["beam", "flow"] = Field(
         default="beam", description="beam: the spec's additive beam-search score; flow: relevance from neighbours"
     )

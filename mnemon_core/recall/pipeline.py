@@ -110,7 +110,7 @@ def smart_recall(
         sig = _signals(store, view, query, scope, vectors, config)
         run = _run_flow if config.graph == "flow" else _run_arrays
         results, traversed = run(view, sig, intent, scope, limit, config)
-        labels = _labels(view, query, results, sig) if config.confidence == "evidence" else None
+        labels = _labels(view, query, results, sig, config) if config.confidence == "evidence" else None
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
         if config.why_order == "chains":  # only causal edges someone stated order an answer
@@ -130,12 +130,15 @@ def smart_recall(
     return Outcome(results, meta, labels)
 
 
-def _labels(view: GraphView, query: str, results: list[Scored], sig: _Signals) -> dict[str, str]:
+def _labels(
+    view: GraphView, query: str, results: list[Scored], sig: _Signals, config: RecallConfig
+) -> dict[str, str]:
     """Each result's confidence: how much of the query's terms and entities it covers (`evidence.py`)."""
     if not results:
         return {}
     qterms = list(dict.fromkeys(terms(query)))
-    keys = query_keys(qterms, [p[0] for p in view.term_postings(qterms)], sig.entity_keys, sig.entity_posts)
+    posts = view.term_postings(qterms, config.bm25_length_cap)  # the keyword signal's, memoised
+    keys = query_keys(qterms, [p[0] for p in posts], sig.entity_keys, sig.entity_posts)
     covered = coverage(view.intern([r.id for r in results]), keys)
     return {r.id: label(float(c), r.similarity) for r, c in zip(results, covered)}
 
@@ -158,7 +161,7 @@ def _signals(
     # Signal 1: keyword — coverage of the query's tokens, or BM25 of its stemmed terms; either score, BM25
     # divided by the best of this query, is also the rerank's keyword term.
     if bm25:
-        term_posts = view.term_postings(list(dict.fromkeys(terms(query))))
+        term_posts = view.term_postings(list(dict.fromkeys(terms(query))), config.bm25_length_cap)
         keyword = _bm25(view, term_posts, scope)
         keyword_rank = _top_scores(view, keyword, k)
         term_nodes = [p[0] for p in term_posts]
