@@ -538,3 +538,34 @@ def test_the_floor_is_the_cosine_of_the_last_vector_anchor(data_dir: Path) -> No
             relative = max(0.0, (s.similarity - floor) / (0.95 - floor))
             assert h.score == pytest.approx(kw * s.keyword + ent * s.entity + sim * relative + graph * s.graph)
         assert [h.insight.id for h in r.results] == [f"m{i:03d}" for i in range(5)]
+
+
+def test_the_vector_vote_adds_the_reciprocal_rank_of_the_dense_ranking(data_dir: Path) -> None:
+    """`vector_vote`: score + vote × (rrf_k + 1) / (rrf_k + 1 + rank in the vector ranking), the nearest 1; off
+    (0) in the shipped recipe. A keyword match far from the query's meaning goes behind the nearest memories."""
+    from test_recall import PresetEmbedder
+
+    from mnemon_core.embed import Calibration
+
+    query = "where does the cache live"
+    emb = PresetEmbedder({query: [1.0, 0.0, 0.0, 0.0]}, Calibration(0.0, 1.0))
+    with Memory(embedder=emb) as mem:
+        _vector_store(mem, {"a": 0.9, "b": 0.6, "c": 0.3})
+        put(mem, "k", "the cache will live on the old host", 9)
+        mem.store.set_vector("k", np.array([0.2, 0.96 ** 0.5, 0, 0], dtype=np.float32), "fake/4")
+        vectors = vector_input(mem.store, "fake/4", emb.embed(query, query=True), emb.calibration)
+
+        def run(vote: float) -> list[tuple[str, float]]:
+            out = smart_recall(mem.store, query, intent=detect_intent(query), intent_source="auto", limit=4,
+                               scope=scope_of(None, None), vectors=vectors,
+                               config=HYBRID.model_copy(update={"vector_vote": vote}))
+            return [(h.id, h.score) for h in out.results]
+
+        assert HYBRID.vector_vote == 0.0
+        plain, voted = run(0.0), run(4.0)
+        assert [i for i, _ in plain] == ["k", "a", "b", "c"]
+        assert [i for i, _ in voted] == ["a", "k", "b", "c"]
+        k = HYBRID.rrf_k
+        rank = {"a": 0, "b": 1, "c": 2, "k": 3}  # the vector ranking: by cosine
+        base = dict(plain)
+        assert dict(voted) == pytest.approx({i: base[i] + 4.0 * (k + 1) / (k + 1 + rank[i]) for i in rank})

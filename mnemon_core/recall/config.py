@@ -126,6 +126,11 @@ class RecallConfig(BaseModel):
         "the cosine between the query's nearest memory (1) and its anchor_top_k-th nearest (0), as BM25 is "
         "relative to the query's best (pipeline.py)"
     )
+    vector_vote: float = Field(
+        default=0.0, ge=0, description="score + this × the memory's reciprocal rank in the vector ranking, "
+        "(rrf_k + 1) / (rrf_k + 1 + rank), 1 for the nearest: the dense ranking's own vote, as RRF fuses it, beside "
+        "the similarity term of the rerank (graph = flow, with vectors); 0: off"
+    )
     source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
     confidence: Literal["score", "evidence"] = Field(
         default="score", description="score: from the rounded score; evidence: how much of the query's terms "

@@ -83,6 +83,7 @@ class _Signals(NamedTuple):
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
     source_factor: dict[str, float]  # the who-said-it prior for this query (prior.py)
     preference_factor: float  # of an insight stating a preference, for this query (prior.py; 1: none)
+    vector_vote: tuple[np.ndarray, np.ndarray]  # (sorted nodes of the vector ranking, their reciprocal rank)
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -211,7 +212,15 @@ def _signals(
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
     return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes, factors, prefers)
+                    term_nodes, factors, prefers, _reciprocal_ranks(view, vector_rank, config.rrf_k))
+
+
+def _reciprocal_ranks(view: GraphView, ranking: list[str], rrf_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted nodes of `ranking`, (rrf_k + 1) / (rrf_k + 1 + rank) of each): 1 for the first, as RRF weighs."""
+    nodes = view.intern(ranking) if ranking else np.zeros(0, dtype=np.int64)
+    vote = (rrf_k + 1) / (rrf_k + 1 + np.arange(nodes.shape[0], dtype=np.float64))
+    order = np.argsort(nodes, kind="stable")
+    return nodes[order], vote[order]
 
 
 def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.ndarray:
@@ -425,6 +434,8 @@ def _run_flow(
     kw, ent, sim, term, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
     score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
+    if config.vector_vote > 0:
+        score = score + config.vector_vote * _lookup(*sig.vector_vote, nodes)
     for prior in (source_factor(view, nodes, sig.source_factor),
                   preference_factor(view, nodes, sig.preference_factor)):
         if prior is not None:
