@@ -60,12 +60,13 @@ VECTOR_GRID: dict[str, tuple[Any, ...]] = {
 
 
 def load(locomo: Path = L.DEFAULT_DATA, beam: Path = B.DEFAULT_DATA,
-         longmemeval: Path = lme.DEFAULT_DATA) -> tuple[Benchmarks, Benchmarks]:
-    """(every conversation per benchmark, those mnemon-local and the vector baselines run on)."""
+         longmemeval: Path = lme.DEFAULT_DATA, lme_vectors: int | None = None) -> tuple[Benchmarks, Benchmarks]:
+    """(every conversation per benchmark, those mnemon-local and the vector baselines run on: LongMemEval's
+    stratified sample, or its first `lme_vectors` questions in the file's order)."""
     questions = lme.load_questions(longmemeval)
     loco, chats = L.load_conversations(locomo), B.load_chats(beam)
     return ({"LoCoMo": loco, "BEAM": chats, "LongMemEval": questions},
-            {"LoCoMo": loco, "BEAM": chats, "LongMemEval": lme.stratified_sample(questions)})
+            {"LoCoMo": loco, "BEAM": chats, "LongMemEval": lme.stratified_sample(questions)[:lme_vectors]})
 
 
 def halves(benchmarks: Benchmarks) -> tuple[Benchmarks, Benchmarks]:
@@ -307,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--kinds", default=",".join(KINDS), help="both stages, or mnemon-none for the first alone "
                    "(default: %(default)s)")
+    p.add_argument("--lme-vectors", type=int, default=None, help="LongMemEval questions of the stratified sample "
+                   "the vector rows run on, the first N in the file's order (default: all of it)")
     p.add_argument("--vectors-only", action="store_true", help="the first stage keeps the shipped set: the "
                    "second stage's grid alone")
     args = p.parse_args(argv)
@@ -314,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not kinds or any(k not in KINDS for k in kinds) or "mnemon-none" not in kinds:
         p.error(f"--kinds takes {KINDS[1]}, with or without {KINDS[0]}")
     command = "python -m benchmarks.fit" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    everything, vectors = load(Path(args.locomo), Path(args.beam), Path(args.longmemeval))
+    everything, vectors = load(Path(args.locomo), Path(args.beam), Path(args.longmemeval), args.lme_vectors)
     table = cross_validate(everything, vectors, kinds=[k for k in KINDS if k in kinds],
                            store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
                            none_grid={} if args.vectors_only else NONE_GRID)
