@@ -212,7 +212,8 @@ def _signals(
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
     return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes, factors, prefers, _reciprocal_ranks(view, vector_rank, config.rrf_k))
+                    term_nodes, factors, prefers,
+                    _reciprocal_ranks(view, vector_rank if config.vector_vote > 0 else [], config.rrf_k))
 
 
 def _reciprocal_ranks(view: GraphView, ranking: list[str], rrf_k: int) -> tuple[np.ndarray, np.ndarray]:
