@@ -13,12 +13,14 @@ The objective is the mean over the training benchmarks and modes of (R@1 + R@5 +
 the same however many questions it has, and the top of the list (what an agent reads first) counts as well as
 R@10. The levers are chosen in two stages, each a small grid scored once per conversation: first what both modes
 share, on mnemon-none (`NONE_GRID`), then, with that fixed, the vectors' share of the rerank on mnemon-local
-(`VECTOR_GRID`: the weights with vectors are the no-vector weights × (1 - share), `share` on similarity). Nothing
+(`VECTOR_GRID`: the weights with vectors are the no-vector weights × (1 - share), `share` on similarity; the
+dense ranking's own vote). Nothing
 is fitted per benchmark or per question. The same run scores the same-run baselines (FTS5, dense, RRF) on every
 test set, so each held-out figure stands beside the best plain ranking of the same questions.
 
     python -m benchmarks.fit                      # every split; the tables for RESULTS.md
     python -m benchmarks.fit --kinds mnemon-none  # the first stage only (no vectors needed)
+    python -m benchmarks.fit --vectors-only --lme-vectors 10  # the second stage alone, LongMemEval's first ten
 """
 
 from __future__ import annotations
