@@ -13,12 +13,14 @@ The objective is the mean over the training benchmarks and modes of (R@1 + R@5 +
 the same however many questions it has, and the top of the list (what an agent reads first) counts as well as
 R@10. The levers are chosen in two stages, each a small grid scored once per conversation: first what both modes
 share, on mnemon-none (`NONE_GRID`), then, with that fixed, the vectors' share of the rerank on mnemon-local
-(`VECTOR_GRID`: the weights with vectors are the no-vector weights × (1 - share), `share` on similarity). Nothing
+(`VECTOR_GRID`: the weights with vectors are the no-vector weights × (1 - share), `share` on similarity; the
+dense ranking's own vote). Nothing
 is fitted per benchmark or per question. The same run scores the same-run baselines (FTS5, dense, RRF) on every
 test set, so each held-out figure stands beside the best plain ranking of the same questions.
 
     python -m benchmarks.fit                      # every split; the tables for RESULTS.md
     python -m benchmarks.fit --kinds mnemon-none  # the first stage only (no vectors needed)
+    python -m benchmarks.fit --vectors-only --lme-vectors 10  # the second stage alone, LongMemEval's first ten
 """
 
 from __future__ import annotations
@@ -46,27 +48,27 @@ BASELINES = ("fts5", "dense", "rrf", "rrf-dense0.5")
 OBJECTIVE_KS = (1, 5, 10)  # the objective: the mean of R@k over these
 Benchmarks = dict[str, list[L.Conversation]]  # benchmark name → its conversations
 
-# Stage 1, on mnemon-none (what both modes share): the update order's margin, how far relevance flows, an
-# assistant's reply factor, a stated preference's factor for a request.
+# Stage 1, on mnemon-none (what both modes share): BM25's length cap, around the shipped update order (off), flow
+# (one hop), reply factor (0.6) and preference factor (1), which the grid of update margin {0, 0.1} × hops {1, 2} ×
+# reply {0.6, 0.8} × preference {1, 1.3} chose before (RESULTS.md, "One recipe for three benchmarks").
 NONE_GRID: dict[str, tuple[Any, ...]] = {
-    "update_margin": (0.0, 0.1),
-    "hops": (1, 2),
-    "reply": (0.6, 0.8),
-    "preference": (1.0, 1.3),
+    "length_cap": (None, 1.5, 3.0, 6.0),
 }
-# Stage 2, on mnemon-local: the similarity term's share of the rerank.
+# Stage 2, on mnemon-local: the similarity term's share of the rerank, the vector ranking's own vote.
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
     "share": (0.1, 0.15, 0.25, 0.35),
+    "vector_vote": (0.0, 0.1, 0.2, 0.4),
 }
 
 
 def load(locomo: Path = L.DEFAULT_DATA, beam: Path = B.DEFAULT_DATA,
-         longmemeval: Path = lme.DEFAULT_DATA) -> tuple[Benchmarks, Benchmarks]:
-    """(every conversation per benchmark, those mnemon-local and the vector baselines run on)."""
+         longmemeval: Path = lme.DEFAULT_DATA, lme_vectors: int | None = None) -> tuple[Benchmarks, Benchmarks]:
+    """(every conversation per benchmark, those mnemon-local and the vector baselines run on: LongMemEval's
+    stratified sample, or its first `lme_vectors` questions in the file's order)."""
     questions = lme.load_questions(longmemeval)
     loco, chats = L.load_conversations(locomo), B.load_chats(beam)
     return ({"LoCoMo": loco, "BEAM": chats, "LongMemEval": questions},
-            {"LoCoMo": loco, "BEAM": chats, "LongMemEval": lme.stratified_sample(questions)})
+            {"LoCoMo": loco, "BEAM": chats, "LongMemEval": lme.stratified_sample(questions)[:lme_vectors]})
 
 
 def halves(benchmarks: Benchmarks) -> tuple[Benchmarks, Benchmarks]:
@@ -131,14 +133,16 @@ def with_share(base: L.Fitted, share: float) -> L.Fitted:
 
 def vector_candidates(base: L.Fitted, grid: dict[str, tuple[Any, ...]] = VECTOR_GRID) -> list[L.Fitted]:
     """The second stage's grid on top of the first stage's choice."""
-    return list(dict.fromkeys(with_share(base, share) for share in grid["share"]))
+    return list(dict.fromkeys(dataclasses.replace(with_share(base, share), vector_vote=vote)
+                              for share in grid["share"] for vote in grid.get("vector_vote", (base.vector_vote,))))
 
 
 def describe(f: L.Fitted, vectors: bool) -> str:
     shipped = L.Fitted.shipped()
-    parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}"]
+    parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}",
+             f"length cap {f.length_cap:g}" if f.length_cap is not None else "no length cap"]
     if vectors:
-        parts.append(f"share {f.vectors[2]:g}")
+        parts += [f"share {f.vectors[2]:g}", f"vector vote {f.vector_vote:g}"]
     return ("shipped: " if f == shipped else "") + ", ".join(parts)
 
 
@@ -163,7 +167,8 @@ class Table:
         self.cells: dict[tuple[str, str, L.Fitted], Sums] = {}
 
     def get(self, conv: L.Conversation, kind: str, cand: L.Fitted) -> Sums:
-        key = (conv.sample_id, kind, cand if kind == "mnemon-local" else dataclasses.replace(cand, vectors=(0,) * 4))
+        key = (conv.sample_id, kind, cand if kind == "mnemon-local" else
+               dataclasses.replace(cand, vectors=(0,) * 4, vector_vote=0.0))
         if key not in self.cells:
             ranker = self.stores[(conv.sample_id, kind)]
             config = cand.config()
@@ -212,9 +217,11 @@ def baseline_sums(benchmarks: Benchmarks, rankers: Sequence[str], log: Any) -> d
 
 
 def cross_validate(everything: Benchmarks, vectors: Benchmarks, *, kinds: Sequence[str] = KINDS,
-                   store_dir: Path | None = None, seed: int = 0, log: Any = sys.stderr) -> str:
+                   store_dir: Path | None = None, seed: int = 0, none_grid: dict[str, tuple[Any, ...]] = NONE_GRID,
+                   log: Any = sys.stderr) -> str:
     """Markdown: per split, the levers chosen on its training set and R@1 / R@10 on its test set beside the
-    shipped recipe's; then each test set against the same-run baselines of the same questions."""
+    shipped recipe's; then each test set against the same-run baselines of the same questions. `none_grid`
+    empty: the first stage keeps the shipped set (the second stage alone)."""
     local = "mnemon-local" in kinds
     shipped = L.Fitted.shipped()
     none_convs = [c for convs in everything.values() for c in convs]
@@ -230,7 +237,7 @@ def cross_validate(everything: Benchmarks, vectors: Benchmarks, *, kinds: Sequen
         picked: list[tuple[str, Benchmarks, Benchmarks, L.Fitted, L.Fitted | None]] = []
         for name, train, test in splits(everything):
             print(f"choosing on {name}", file=log)
-            first = choose(table, "mnemon-none", train, none_candidates())
+            first = choose(table, "mnemon-none", train, none_candidates(none_grid) if none_grid else [shipped])
             second = choose(table, "mnemon-local", restrict(train, vectors), vector_candidates(first)) if local \
                 else None
             picked.append((name, train, test, first, second))
@@ -244,11 +251,11 @@ def _r(v: dict[str, Sums], bench: str, k: int) -> str:
 
 def _levers_table(table: Table, picked: Sequence[tuple[str, Benchmarks, Benchmarks, L.Fitted, L.Fitted | None]],
                   vectors: Benchmarks, kinds: Sequence[str], shipped: L.Fitted) -> str:
-    head = ["split", "chosen (none)", "chosen share (local)",
+    head = ["split", "chosen (none)", "chosen share, vote (local)",
             *(f"{bench} {kind.split('-')[1]} R@1 / R@10: fitted (shipped)" for kind in kinds for bench in vectors)]
     lines = ["| " + " | ".join(head) + " |", "| --- | --- | ---: |" + " ---: |" * (len(head) - 3)]
     for name, _, test, first, second in picked:
-        cells = [name, describe(first, False), f"{second.vectors[2]:g}" if second else "-"]
+        cells = [name, describe(first, False), f"{second.vectors[2]:g}, {second.vector_vote:g}" if second else "-"]
         for kind in kinds:
             got = second if kind == "mnemon-local" else first
             part = restrict(test, vectors) if kind == "mnemon-local" else test
@@ -303,14 +310,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
     p.add_argument("--kinds", default=",".join(KINDS), help="both stages, or mnemon-none for the first alone "
                    "(default: %(default)s)")
+    p.add_argument("--lme-vectors", type=int, default=None, help="LongMemEval questions of the stratified sample "
+                   "the vector rows run on, the first N in the file's order (default: all of it)")
+    p.add_argument("--vectors-only", action="store_true", help="the first stage keeps the shipped set: the "
+                   "second stage's grid alone")
     args = p.parse_args(argv)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if not kinds or any(k not in KINDS for k in kinds) or "mnemon-none" not in kinds:
         p.error(f"--kinds takes {KINDS[1]}, with or without {KINDS[0]}")
     command = "python -m benchmarks.fit" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    everything, vectors = load(Path(args.locomo), Path(args.beam), Path(args.longmemeval))
+    everything, vectors = load(Path(args.locomo), Path(args.beam), Path(args.longmemeval), args.lme_vectors)
     table = cross_validate(everything, vectors, kinds=[k for k in KINDS if k in kinds],
-                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed)
+                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
+                           none_grid={} if args.vectors_only else NONE_GRID)
     print(table + f"\nCommand:\n\n    {command}\n")
     return 0
 

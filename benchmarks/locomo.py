@@ -864,6 +864,8 @@ class Fitted:
     # None: the shipped recipe's value
     update_margin: float | None = None  # the update order's margin (0: off)
     hops: int | None = None  # edges relevance may flow over
+    length_cap: float | None = None  # BM25's length cap in average lengths (RecallConfig.bm25_length_cap; None: off)
+    vector_vote: float = 0.0  # the vector ranking's reciprocal rank added to the score (RecallConfig.vector_vote)
 
     @classmethod
     def shipped(cls) -> Fitted:
@@ -873,7 +875,7 @@ class Fitted:
         return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
                    HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0),  # type: ignore[union-attr]
                    HYBRID.similarity, HYBRID.preference_factor, HYBRID.update_margin,
-                   HYBRID.flow.hops)  # type: ignore[union-attr]
+                   HYBRID.flow.hops, HYBRID.bm25_length_cap, HYBRID.vector_vote)  # type: ignore[union-attr]
 
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
@@ -891,6 +893,8 @@ class Fitted:
             "source_factor": {**HYBRID.source_factor, "assistant": self.reply},
             "similarity": self.similarity,
             "preference_factor": self.preference,
+            "bm25_length_cap": self.length_cap,
+            "vector_vote": self.vector_vote,
         }
         if self.update_margin is not None:
             update["update_margin"] = self.update_margin

@@ -36,12 +36,15 @@ def put(store, rows: list[Insight]) -> None:
             store.insert_insight(ins, token_set(document(ins.content, ins.tags, ins.entities)))
 
 
-def expected(active: list[Insight], term: str) -> list[tuple[str, float]]:
-    """`bm25()` by the definition, from the insights' terms: what both stores must return, in insertion order."""
+def expected(active: list[Insight], term: str, cap: float | None = None) -> list[tuple[str, float]]:
+    """`bm25()` by the definition, from the insights' terms: what both stores must return, in insertion order
+    (`cap`: a length counts at most that many average lengths)."""
     docs = [(ins.id, terms(document(ins.content, ins.tags, ins.entities))) for ins in active]
     total = sum(len(d) for _, d in docs)
     hits = [(id_, d) for id_, d in docs if term in d]
-    return [(id_, bm25(d.count(term), len(d), len(docs), len(hits), total)) for id_, d in hits]
+    avgdl = total / len(docs) if docs else 0.0
+    return [(id_, bm25(d.count(term), len(d) if cap is None else min(len(d), cap * avgdl), len(docs), len(hits),
+                       total)) for id_, d in hits]
 
 
 # ------------------------------------------------------------------ the formula against FTS5
@@ -51,8 +54,9 @@ def expected(active: list[Insight], term: str) -> list[tuple[str, float]]:
 @given(
     docs=st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=12),
     deleted=st.sets(st.integers(0, 11)),
+    cap=st.sampled_from([0.5, 1.0, 1.5, 3.0]),
 )
-def test_bm25_is_sqlite_fts5s_to_the_bit(docs: list[list[str]], deleted: set[int]) -> None:
+def test_bm25_is_sqlite_fts5s_to_the_bit(docs: list[list[str]], deleted: set[int], cap: float) -> None:
     rows = [insight(f"i{n:02}", " ".join(words)) for n, words in enumerate(docs)]
     gone = [r.id for n, r in enumerate(rows) if n in deleted]
     with tempfile.TemporaryDirectory() as d:
@@ -64,6 +68,10 @@ def test_bm25_is_sqlite_fts5s_to_the_bit(docs: list[list[str]], deleted: set[int
             active = [r for r in rows if r.id not in gone]
             for term in {stem(w) for w in WORDS for w in terms(w)}:
                 assert sq.term_scores(term) == expected(active, term)  # exact floats, same order
+                # the length cap (RecallConfig.bm25_length_cap), computed beside FTS5 from the same counts;
+                # so large a cap that no length reaches it is FTS5's own score
+                assert sq.term_scores(term, cap) == expected(active, term, cap)
+                assert sq.term_scores(term, 1e9) == sq.term_scores(term)
         finally:
             sq.close()
 
@@ -103,8 +111,8 @@ def pg(pg_url: str, pg_store_name: str):
     s.close()
 
 
-def scores(store) -> dict[str, list[tuple[str, float]]]:
-    return {t: store.term_scores(t) for t in TERMS}
+def scores(store, cap: float | None = None) -> dict[str, list[tuple[str, float]]]:
+    return {t: store.term_scores(t, cap) for t in TERMS}
 
 
 def by_score(rows: list[tuple[str, float]]) -> list[str]:
@@ -117,6 +125,7 @@ def test_term_scores_are_equal_on_both_stores(sq, pg) -> None:
     put(pg, CORPUS)
     before = scores(sq)
     assert scores(pg) == before
+    assert scores(pg, 1.0) == scores(sq, 1.0) == {t: expected(CORPUS, t, 1.0) for t in TERMS}
     assert before == {t: expected(CORPUS, t) for t in TERMS}
     assert by_score(before[stem("caching")]) == ["b", "e", "a"]  # tf 4 beats tf 1; the shorter insight next
     assert [i for i, _ in before["数据"]] == ["c"] and [i for i, _ in before[stem(LONG)]] == ["d"]

@@ -59,6 +59,11 @@ def test_grids_start_with_the_shipped_set() -> None:
     (shared,) = F.vector_candidates(shipped, {"share": (0.2,)})
     assert shared.vectors == pytest.approx((nv[0] * 0.8, nv[1] * 0.8, 0.2, nv[3] * 0.8), abs=1e-4)
     assert shared.no_vectors == nv
+    # The vote crosses the share; the shipped vote is 0.
+    voted = F.vector_candidates(shipped, {"share": (0.2,), "vector_vote": (0.0, 0.4)})
+    assert [c.vector_vote for c in voted] == [0.0, 0.4] and voted[0] == shared and shipped.vector_vote == 0.0
+    capped = F.none_candidates({"length_cap": (None, 3.0)})
+    assert [c.length_cap for c in capped] == [None, 3.0] and capped[0] == shipped
 
 
 def test_fitted_shipped_is_the_hybrid_recipe() -> None:
@@ -74,6 +79,8 @@ def test_fitted_shipped_is_the_hybrid_recipe() -> None:
     changed = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25, "cosine", 1.6, 0.0, 1).config()
     assert changed.flow.decay == 0.5 and changed.flow.hops == 1 and changed.source_factor == {"assistant": 0.25}
     assert changed.similarity == "cosine" and changed.preference_factor == 1.6 and changed.update_margin == 0.0
+    options = L.Fitted(shipped.vectors, shipped.no_vectors, 0.5, 0.25, length_cap=1.5, vector_vote=0.2).config()
+    assert options.bm25_length_cap == 1.5 and options.vector_vote == 0.2
 
 
 def test_objective_counts_each_benchmark_the_same() -> None:

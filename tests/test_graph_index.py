@@ -97,6 +97,8 @@ def _answers(view: GraphView) -> dict:
         "sources": [sorted(map(name, p.tolist())) for p in view.source_postings([s.lower() for s in SOURCES])],
         "terms": [sorted((name(n), s) for n, s in zip(p[0].tolist(), p[1].tolist()))
                   for p in view.term_postings(["redi", "cach", "latenc", "café", "naïv", "x1", "zz"])],
+        "terms, lengths capped": [sorted((name(n), round(s, 12)) for n, s in zip(p[0].tolist(), p[1].tolist()))
+                                  for p in view.term_postings(["redi", "cach", "latenc", "café"], 1.0)],
         "superseded": sorted(map(name, view.superseded().tolist())),
     }
     for recipe in ("hybrid", "spec"):

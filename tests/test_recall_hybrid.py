@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import run_cli
+from test_recall_budget import LONG, QUERY, SHORT
 from mnemon_core import Memory
 from mnemon_core.errors import ValidationError
 from mnemon_core.models import Edge, Insight
@@ -71,6 +72,25 @@ def test_rare_terms_outweigh_common_ones(mem: Memory) -> None:
     put(mem, "rare", "meeting about the Zanzibar office lease", 20)
     put(mem, "common", "meeting meeting meeting agenda", 21)
     assert ids(mem.recall("Zanzibar meeting", limit=1)) == ["rare"]
+
+
+def test_a_length_cap_ranks_a_long_memory_by_the_words_it_holds(mem: Memory) -> None:
+    """BM25 divides by the whole length: a 61-sentence memory holding the query's words goes behind a short one
+    sharing some of them. With `bm25_length_cap` a memory counts at most that many average lengths long."""
+    put(mem, "long", LONG, 1)  # the budget tests' long memory and short ones
+    for i, text in enumerate(SHORT):
+        put(mem, f"s{i}", text, 2 + i)
+    def top(cap: float | None) -> list[tuple[str, float]]:
+        config = HYBRID.model_copy(update={"bm25_length_cap": cap})
+        found = smart_recall(mem.store, QUERY, intent=detect_intent(QUERY), intent_source="auto", limit=3,
+                             scope=scope_of(None, None), config=config)
+        return [(r.id, round(r.keyword, 3)) for r in found.results]
+
+    assert HYBRID.bm25_length_cap is None and SPEC.bm25_length_cap is None
+    assert [i for i, _ in top(None)] == ["s1", "long", "s4"]
+    capped = top(3.0)
+    assert [i for i, _ in capped] == ["long", "s1", "s4"] and capped[0][1] == 1.0
+    assert [i for i, _ in top(1e9)] == ["s1", "long", "s4"]  # a cap no memory reaches: FTS5's own scores
 
 
 def test_priya_through_langchain_memory_with_no_embedder(data_dir: Path) -> None:
@@ -518,3 +538,34 @@ def test_the_floor_is_the_cosine_of_the_last_vector_anchor(data_dir: Path) -> No
             relative = max(0.0, (s.similarity - floor) / (0.95 - floor))
             assert h.score == pytest.approx(kw * s.keyword + ent * s.entity + sim * relative + graph * s.graph)
         assert [h.insight.id for h in r.results] == [f"m{i:03d}" for i in range(5)]
+
+
+def test_the_vector_vote_adds_the_reciprocal_rank_of_the_dense_ranking(data_dir: Path) -> None:
+    """`vector_vote`: score + vote × (rrf_k + 1) / (rrf_k + 1 + rank in the vector ranking), the nearest 1; off
+    (0) in the shipped recipe. A keyword match far from the query's meaning goes behind the nearest memories."""
+    from test_recall import PresetEmbedder
+
+    from mnemon_core.embed import Calibration
+
+    query = "where does the cache live"
+    emb = PresetEmbedder({query: [1.0, 0.0, 0.0, 0.0]}, Calibration(0.0, 1.0))
+    with Memory(embedder=emb) as mem:
+        _vector_store(mem, {"a": 0.9, "b": 0.6, "c": 0.3})
+        put(mem, "k", "the cache will live on the old host", 9)
+        mem.store.set_vector("k", np.array([0.2, 0.96 ** 0.5, 0, 0], dtype=np.float32), "fake/4")
+        vectors = vector_input(mem.store, "fake/4", emb.embed(query, query=True), emb.calibration)
+
+        def run(vote: float) -> list[tuple[str, float]]:
+            out = smart_recall(mem.store, query, intent=detect_intent(query), intent_source="auto", limit=4,
+                               scope=scope_of(None, None), vectors=vectors,
+                               config=HYBRID.model_copy(update={"vector_vote": vote}))
+            return [(h.id, h.score) for h in out.results]
+
+        assert HYBRID.vector_vote == 0.0
+        plain, voted = run(0.0), run(4.0)
+        assert [i for i, _ in plain] == ["k", "a", "b", "c"]
+        assert [i for i, _ in voted] == ["a", "k", "b", "c"]
+        k = HYBRID.rrf_k
+        rank = {"a": 0, "b": 1, "c": 2, "k": 3}  # the vector ranking: by cosine
+        base = dict(plain)
+        assert dict(voted) == pytest.approx({i: base[i] + 4.0 * (k + 1) / (k + 1 + rank[i]) for i in rank})

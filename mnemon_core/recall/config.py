@@ -112,6 +112,11 @@ class RecallConfig(BaseModel):
     keyword: Literal["coverage", "bm25"] = Field(
         default="coverage", description="coverage: share of the query's tokens; bm25: BM25 over stemmed terms"
     )
+    bm25_length_cap: float | None = Field(
+        default=None, gt=0, description="BM25 counts a memory longer than this many average lengths as that long "
+        "(a long memory holding the query's rare words is not ranked below short ones sharing a common word for "
+        "its length alone); None: FTS5's bm25(), the whole length"
+    )
     graph: Literal["beam", "flow"] = Field(
         default="beam", description="beam: the spec's additive beam-search score; flow: relevance from neighbours"
     )
@@ -120,6 +125,11 @@ class RecallConfig(BaseModel):
         default="cosine", description="the rerank's similarity term — cosine: the calibrated cosine; relative: "
         "the cosine between the query's nearest memory (1) and its anchor_top_k-th nearest (0), as BM25 is "
         "relative to the query's best (pipeline.py)"
+    )
+    vector_vote: float = Field(
+        default=0.0, ge=0, description="score + this × the memory's reciprocal rank in the vector ranking, "
+        "(rrf_k + 1) / (rrf_k + 1 + rank), 1 for the nearest: the dense ranking's own vote, as RRF fuses it, beside "
+        "the similarity term of the rerank (graph = flow, with vectors); 0: off"
     )
     source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
     confidence: Literal["score", "evidence"] = Field(

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..entities import ACRONYM_STOPWORDS
 from ..store import Filters, Store, TokenHit
-from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1
+from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1, capped
 from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
 from .traverse import Edges
 
@@ -184,7 +184,7 @@ class GraphView:
         self._tokens: dict[str, np.ndarray] = {}
         self._entities: dict[str, np.ndarray] = {}
         self._sources: dict[str, np.ndarray] = {}
-        self._terms: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._terms: dict[tuple[str, float | None], tuple[np.ndarray, np.ndarray]] = {}  # by (term, length cap)
         self._superseded: np.ndarray | None = None
         self._vecrow = np.full(n0, -2, dtype=np.int64)  # -2: not looked up yet
         # With a file: which of its nodes the delta overrides, and the delta itself (node → its keys; postings
@@ -507,26 +507,29 @@ class GraphView:
                 self._sources[n] = np.unique(self.intern(found.get(n, [])))
         return [self._sources[n] for n in names]
 
-    def term_postings(self, terms: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each stemmed term: (sorted nodes holding it, their BM25 score for it), asked of the index file
-        (scored here, with the statistics of file and delta together) or of the store, once per term and
-        version."""
+    def term_postings(
+        self, terms: Sequence[str], length_cap: float | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each stemmed term: (sorted nodes holding it, their BM25 score for it, lengths capped at
+        `length_cap` average lengths), asked of the index file (scored here, with the statistics of file and
+        delta together) or of the store, once per term, cap and version."""
         out = []
         for term in terms:
-            hit = self._terms.get(term)
+            hit = self._terms.get((term, length_cap))
             if hit is None:
-                hit = self._terms[term] = self._file_term(term) if self._gx is not None else self._store_term(term)
+                hit = self._terms[(term, length_cap)] = (
+                    self._file_term(term, length_cap) if self._gx is not None else self._store_term(term, length_cap))
             out.append(hit)
         return out
 
-    def _store_term(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        rows = self.store.term_scores(term)
+    def _store_term(self, term: str, length_cap: float | None) -> tuple[np.ndarray, np.ndarray]:
+        rows = self.store.term_scores(term, length_cap)
         nodes = self.intern([r[0] for r in rows])
         scores = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
         order = np.argsort(nodes, kind="stable")
         return nodes[order], scores[order]
 
-    def _file_term(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+    def _file_term(self, term: str, length_cap: float | None) -> tuple[np.ndarray, np.ndarray]:
         """`Store.term_scores` from the file: FTS5's bm25() of a one-term query, the same double operations
         in the same order as `store.base.bm25`."""
         gx = self._gx
@@ -552,6 +555,7 @@ class GraphView:
         idf = math.log((n_docs - n_hits + 0.5) / (n_hits + 0.5))
         if idf <= 0.0:
             idf = BM25_IDF_FLOOR
+        length = capped(length, avgdl, length_cap)
         return nodes, idf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
 
     def token_tops(self, tokens: Collection[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]] | None:

@@ -83,6 +83,7 @@ class _Signals(NamedTuple):
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
     source_factor: dict[str, float]  # the who-said-it prior for this query (prior.py)
     preference_factor: float  # of an insight stating a preference, for this query (prior.py; 1: none)
+    vector_vote: tuple[np.ndarray, np.ndarray]  # (sorted nodes of the vector ranking, their reciprocal rank)
 
 
 def scope_of(category: str | None, source: str | None) -> Filters:
@@ -110,7 +111,7 @@ def smart_recall(
         sig = _signals(store, view, query, scope, vectors, config)
         run = _run_flow if config.graph == "flow" else _run_arrays
         results, traversed = run(view, sig, intent, scope, limit, config)
-        labels = _labels(view, query, results, sig) if config.confidence == "evidence" else None
+        labels = _labels(view, query, results, sig, config) if config.confidence == "evidence" else None
     if intent == Intent.WHY and len(results) > 1:
         causal = store.edges_among([r.id for r in results], str(EdgeType.causal))
         if config.why_order == "chains":  # only causal edges someone stated order an answer
@@ -130,12 +131,15 @@ def smart_recall(
     return Outcome(results, meta, labels)
 
 
-def _labels(view: GraphView, query: str, results: list[Scored], sig: _Signals) -> dict[str, str]:
+def _labels(
+    view: GraphView, query: str, results: list[Scored], sig: _Signals, config: RecallConfig
+) -> dict[str, str]:
     """Each result's confidence: how much of the query's terms and entities it covers (`evidence.py`)."""
     if not results:
         return {}
     qterms = list(dict.fromkeys(terms(query)))
-    keys = query_keys(qterms, [p[0] for p in view.term_postings(qterms)], sig.entity_keys, sig.entity_posts)
+    posts = view.term_postings(qterms, config.bm25_length_cap)  # the keyword signal's, memoised
+    keys = query_keys(qterms, [p[0] for p in posts], sig.entity_keys, sig.entity_posts)
     covered = coverage(view.intern([r.id for r in results]), keys)
     return {r.id: label(float(c), r.similarity) for r, c in zip(results, covered)}
 
@@ -158,7 +162,7 @@ def _signals(
     # Signal 1: keyword — coverage of the query's tokens, or BM25 of its stemmed terms; either score, BM25
     # divided by the best of this query, is also the rerank's keyword term.
     if bm25:
-        term_posts = view.term_postings(list(dict.fromkeys(terms(query))))
+        term_posts = view.term_postings(list(dict.fromkeys(terms(query))), config.bm25_length_cap)
         keyword = _bm25(view, term_posts, scope)
         keyword_rank = _top_scores(view, keyword, k)
         term_nodes = [p[0] for p in term_posts]
@@ -208,7 +212,16 @@ def _signals(
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
     return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes, factors, prefers)
+                    term_nodes, factors, prefers,
+                    _reciprocal_ranks(view, vector_rank if config.vector_vote > 0 else [], config.rrf_k))
+
+
+def _reciprocal_ranks(view: GraphView, ranking: list[str], rrf_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted nodes of `ranking`, (rrf_k + 1) / (rrf_k + 1 + rank) of each): 1 for the first, as RRF weighs."""
+    nodes = view.intern(ranking) if ranking else np.zeros(0, dtype=np.int64)
+    vote = (rrf_k + 1) / (rrf_k + 1 + np.arange(nodes.shape[0], dtype=np.float64))
+    order = np.argsort(nodes, kind="stable")
+    return nodes[order], vote[order]
 
 
 def relative_similarity(cosine: np.ndarray, floor: float, best: float) -> np.ndarray:
@@ -422,6 +435,8 @@ def _run_flow(
     kw, ent, sim, term, _ = signals(nodes)
     superseded = np.isin(nodes, view.superseded())
     score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
+    if config.vector_vote > 0:
+        score = score + config.vector_vote * _lookup(*sig.vector_vote, nodes)
     for prior in (source_factor(view, nodes, sig.source_factor),
                   preference_factor(view, nodes, sig.preference_factor)):
         if prior is not None:

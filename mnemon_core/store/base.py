@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -55,17 +55,25 @@ BM25_B = 0.75
 BM25_IDF_FLOOR = 1e-6  # the idf of a term in more than half of the rows, where the formula goes negative
 
 
-def bm25(tf: int, length: int, n_docs: int, n_hits: int, total_terms: int) -> float:
+def bm25(tf: int, length: int, n_docs: int, n_hits: int, total_terms: int, length_cap: float | None = None) -> float:
     """One term's BM25 in one insight exactly as FTS5's `bm25()` computes it, sign flipped (higher is better):
     the same double operations in the same order, so the result is bit-identical to SQLite's. `tf`: the term's
     occurrences in the insight, `length`: its term count, `n_docs` / `total_terms`: active insights and their
     terms, `n_hits`: active insights holding the term. The Postgres store ranks with it; a test holds it to
-    SQLite's."""
+    SQLite's. `length_cap`: an insight longer than this many average lengths counts as that long (`capped`)."""
     avgdl = float(total_terms) / float(n_docs)
     idf = math.log((n_docs - n_hits + 0.5) / (n_hits + 0.5))
     if idf <= 0.0:
         idf = BM25_IDF_FLOOR
+    length = capped(length, avgdl, length_cap)
     return idf * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)))
+
+
+def capped(length: Any, avgdl: float, length_cap: float | None) -> Any:
+    """BM25's length with the cap (None: as is): a memory of 60 sentences holding the query's rare words is
+    not scored below a one-liner sharing a common one only for being long (docs/recall.md). Works on floats
+    and arrays alike."""
+    return length if length_cap is None else np.minimum(length, length_cap * avgdl)
 
 
 def rank_by_coverage(hits: list[TokenHit]) -> list[TokenHit]:
@@ -205,11 +213,12 @@ class Search(Protocol):
         active insights, from one pass over the postings (what `remember` needs before it writes)."""
         ...
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]: ...
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
         """(id, BM25 score of a one-term query) for every active insight holding the stemmed `term`
         (`text.terms` of its content, tags and entities): SQLite FTS5's `bm25()` — k1 = 1.2, b = 0.75,
         idf = ln((N − n + 0.5) / (n + 0.5)) floored at 1e-6, N and the average length over active insights —
-        sign flipped so that higher is better. A query's BM25 is the sum of its distinct terms' scores."""
+        sign flipped so that higher is better. A query's BM25 is the sum of its distinct terms' scores.
+        `length_cap`: lengths capped at that many average lengths (`bm25`)."""
         ...
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         """For each name that is the `source` of an active insight (ASCII case-insensitive): those insights."""

@@ -473,8 +473,8 @@ class CypherStore(base.StoreDefaults):
         return {r[0]: frozenset(r[1]) for r in self._q(f"{self.dialect.by_id} RETURN i.id, i.terms",
                                                       {"ids": ids})}
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
-        return self._postings().term_scores(term)
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
+        return self._postings().term_scores(term, length_cap)
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         return self._postings().source_hits(names)

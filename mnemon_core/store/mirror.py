@@ -282,8 +282,8 @@ class Mirror:
     def insight_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         return {i: self.rows[i].tokens for i in dict.fromkeys(ids) if i in self.rows}
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
-        return self.postings.term_scores(term)
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
+        return self.postings.term_scores(term, length_cap)
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         return self.postings.source_hits(names)

@@ -602,9 +602,9 @@ class MirroredStore(base.StoreDefaults):
         with self.shared.lock:
             return self._m().insight_tokens(ids)
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
         with self.shared.lock:
-            return self._m().term_scores(term)
+            return self._m().term_scores(term, length_cap)
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         with self.shared.lock:

@@ -876,7 +876,7 @@ class PostgresStore(SQLStore):
         return [IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", list(r[5]), ents.get(r[0], []), list(r[6]),
                          r[7]) for r in rows]
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
         # The postings (GIN over the term keys) and the two totals come from one statement, so from one
         # snapshot; the score is computed here, bit-identical to SQLite's bm25() (`base.bm25`). Insertion
         # order, as FTS5 returns its matches.
@@ -891,7 +891,7 @@ class PostgresStore(SQLStore):
             return []
         n_docs = int(rows[0][3]) + self._pending("active")
         total = int(rows[0][4]) + self._pending("stems")
-        return [(r[0], bm25(r[1], r[2], n_docs, len(rows), total)) for r in rows]
+        return [(r[0], bm25(r[1], r[2], n_docs, len(rows), total, length_cap)) for r in rows]
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         # SQLite's `COLLATE NOCASE` folds ASCII letters only; so does lower() under the "C" collation (the

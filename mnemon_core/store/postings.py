@@ -129,12 +129,12 @@ class Postings:
         hits = self._hits(toks, NO_FILTERS, None)
         return rank_by_coverage(hits)[:limit], _by_overlap(hits, len(toks))[:limit]
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
         holders = self._stems.get(term)
         if not holders:
             return []
         n_docs, n_hits = len(self.rows), len(holders)
-        return [(id_, bm25(tf, len(self.rows[id_].stems), n_docs, n_hits, self.total_stems))
+        return [(id_, bm25(tf, len(self.rows[id_].stems), n_docs, n_hits, self.total_stems, length_cap))
                 for id_, tf in holders.items()]
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:

@@ -380,6 +380,7 @@ class SQLiteStore(SQLStore):
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
         self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
+        self._bm25_memo: tuple[Hashable, int, int] | None = None  # (graph version, BM25 rows, their terms)
         self._pending = AccessFile(self.path)  # reads' accesses waiting for the write lock (`record_access`)
         self._ready = False  # the schema is this code's: a transaction may apply pending accesses
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
@@ -706,15 +707,39 @@ class SQLiteStore(SQLStore):
                 out[id_] = frozenset(terms.split())
         return out
 
-    def term_scores(self, term: str) -> list[tuple[str, float]]:
+    def term_scores(self, term: str, length_cap: float | None = None) -> list[tuple[str, float]]:
         # bm25() of a one-term query is that term's share of any query's score (FTS5 sums over the terms),
         # so recall can memoise it per term. FTS5 returns it negated (lower is better).
-        rows = self.db.execute(
-            "SELECT i.id, -bm25(insights_bm25) FROM insights_bm25 JOIN insights i ON i.rowid = insights_bm25.rowid "
+        if length_cap is None:
+            rows = self.db.execute(
+                "SELECT i.id, -bm25(insights_bm25) FROM insights_bm25 JOIN insights i "
+                "ON i.rowid = insights_bm25.rowid WHERE insights_bm25 MATCH ?",
+                (_fts_phrase(term),),
+            )
+            return rows.fetchall()
+        # FTS5's bm25() takes no cap: the same formula here, over the terms it holds and its row and term counts.
+        hits = self.db.execute(
+            "SELECT i.id, insights_bm25.terms FROM insights_bm25 JOIN insights i ON i.rowid = insights_bm25.rowid "
             "WHERE insights_bm25 MATCH ?",
             (_fts_phrase(term),),
-        )
-        return rows.fetchall()
+        ).fetchall()
+        if not hits:
+            return []
+        n_docs, total = self._bm25_totals()
+        held = [t.split() for _, t in hits]
+        return [(id_, base.bm25(ts.count(term), len(ts), n_docs, len(hits), total, length_cap))
+                for (id_, _), ts in zip(hits, held)]
+
+    def _bm25_totals(self) -> tuple[int, int]:
+        """(rows, terms) of the BM25 table, as FTS5's bm25() counts them; once per graph version."""
+        version = self.graph_version()
+        if self._bm25_memo is None or self._bm25_memo[0] != version:
+            n, total = self.db.execute(
+                "SELECT count(*), coalesce(sum(length(terms) - length(replace(terms, ' ', '')) + (terms <> '')), 0) "
+                "FROM insights_bm25"
+            ).fetchone()
+            self._bm25_memo = (version, int(n), int(total))
+        return self._bm25_memo[1], self._bm25_memo[2]
 
     def source_hits(self, names: Collection[str]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
