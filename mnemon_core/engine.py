@@ -492,7 +492,7 @@ class Engine:
             self.warm.set()
 
     def _warm_reads(self) -> None:
-        from .recall.graph import graph_view
+        from .graph import graph_view
         from .recall.pipeline import vector_input
 
         mem = self._open_warm()

@@ -48,7 +48,6 @@ from .models import (
     ForgetResult,
     GcKeepResult,
     GcResult,
-    GraphIndexStatus,
     Insight,
     LinkResult,
     OplogEntry,
@@ -234,10 +233,12 @@ class Memory:
             self.store.maintain_vector_index(emb.name, dim)
 
     def _maintain_index(self) -> None:
-        """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best
+        """After a write: fold the graph index file when it is missing or far behind (`graph/fold.py`). Best
         effort: a write has succeeded whether or not the file could be written."""
+        from .graph import fold_index
+
         try:
-            self.store.maintain_graph_index()
+            fold_index(self.store)
         except (StoreError, OSError) as e:
             self._warn(f"graph index not written ({e})")
 
@@ -686,6 +687,8 @@ class Memory:
     # ------------------------------------------------------------------ status / log / gc
 
     def status(self) -> StatusResult:
+        from .graph import status as graph_status
+
         store = self.store
         rows, keep = store.count_log(), self.settings.oplog_retention
         retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
@@ -694,24 +697,9 @@ class Memory:
             by_category=store.count_by_category(), db_path=shown_path(store.location),
             db_size_bytes=store.size_bytes(),
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
-            graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
+            graph_index=graph_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(), vectors_pending=store.count_queued(),
-        )
-
-    def _index_status(self, store: Store) -> GraphIndexStatus | None:
-        from .store.gindex import GraphIndex
-
-        state = store.graph_index_state()
-        if state is None:
-            return None
-        if not isinstance(state, GraphIndex):
-            return GraphIndexStatus(path=shown_path(state.path), state="rejected", reason=state.reason)
-        counter = store.graph_version()[0]
-        return GraphIndexStatus(
-            path=shown_path(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
-            built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
-            behind=counter - state.counter,
         )
 
     def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:

@@ -232,7 +232,7 @@ class OplogStatus(BaseModel):
 
 
 class GraphIndexStatus(BaseModel):
-    """The graph index file recall maps (`store/gindex.py`): in use, or rejected and why."""
+    """The graph index file recall maps (`graph/index.py`): in use, or rejected and why."""
 
     path: str
     state: str = Field(description="mapped: recall reads it; rejected: a check failed and the store is read")
