@@ -1,140 +1,296 @@
-"""One weight set for both benchmarks: two-fold cross-validation of the `hybrid` recipe over LoCoMo conversations
-and BEAM chats together.
+"""One recipe for every benchmark: the `hybrid` recipe's levers chosen on some conversations and scored on others,
+within the benchmarks and leave one benchmark out.
 
-Each fold holds half of each benchmark: LoCoMo's conversations halved in file order (as `locomo.py --fit` has
-always split them), BEAM's chats alternately (1, 3, 5, … / 2, 4, 6, …: the first five dev chats have three
-batches, the last five five). The objective is the mean R@10 over the fold's benchmarks and modes, so each counts
-the same however many questions it has. The weights with vectors are the no-vector weights (LoCoMo's
-cross-validated set, `locomo.py --fit`) scaled by 1 - share with `share` on similarity; a grid of shares, reply
-factors, similarity terms and preference factors (`SHARES`, `REPLIES`, `SIMILARITIES`: the calibrated cosine or
-the cosine relative to the query's nearest, `PREFERENCES`; and the shipped set) is scored once per conversation,
-the best on one fold is tested on the other, and the best on everything is the shipped set (`HYBRID_WEIGHTS`,
-`REPLY_SOURCE_FACTOR`, `PREFERENCE_FACTOR` in `mnemon_core/recall/constants.py`). Nothing is fitted per benchmark or per question.
-(A grid, not `locomo.fit`'s coordinate ascent over every weight: on a shared two-core machine one ascent over
-both benchmarks took longer than a session.)
+Three benchmarks, each through its harness's loader: LoCoMo's six dev conversations (`locomo.py`), BEAM's ten dev
+chats (`beam.py`), LongMemEval's 98 dev questions (`lme.py`; with vectors its stratified sample). Splits:
+- **within** (two folds, each with half of every benchmark: LoCoMo's conversations halved in file order, BEAM's
+  chats alternately, LongMemEval's questions alternately within each question type), chosen on one fold and
+  scored on the other, and the reverse;
+- **leave one benchmark out**: chosen on two benchmarks, scored on the third, for each of the three;
+- **all**: chosen on everything (in sample): the set that ships.
 
-    python -m benchmarks.fit                 # the table for RESULTS.md
-    python -m benchmarks.fit --beam-vectors 100K-1,100K-2,100K-3,100K-4   # mnemon-local on those chats only
+The objective is the mean over the training benchmarks and modes of (R@1 + R@5 + R@10) / 3: each benchmark counts
+the same however many questions it has, and the top of the list (what an agent reads first) counts as well as
+R@10. The levers are chosen in two stages, each a small grid scored once per conversation: first what both modes
+share, on mnemon-none (`NONE_GRID`), then, with that fixed, the vectors' share of the rerank on mnemon-local
+(`VECTOR_GRID`: the weights with vectors are the no-vector weights × (1 - share), `share` on similarity). Nothing
+is fitted per benchmark or per question. The same run scores the same-run baselines (FTS5, dense, RRF) on every
+test set, so each held-out figure stands beside the best plain ranking of the same questions.
+
+    python -m benchmarks.fit                      # every split; the tables for RESULTS.md
+    python -m benchmarks.fit --kinds mnemon-none  # the first stage only (no vectors needed)
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import beam as B
+from benchmarks import lme
 from benchmarks import locomo as L
 
 KINDS = ("mnemon-local", "mnemon-none")
+BASELINES = ("fts5", "dense", "rrf", "rrf-dense0.5")
+OBJECTIVE_KS = (1, 5, 10)  # the objective: the mean of R@k over these
 Benchmarks = dict[str, list[L.Conversation]]  # benchmark name → its conversations
 
-
-def folds(locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation]) -> tuple[Benchmarks, Benchmarks]:
-    """Two folds, each with half of each benchmark."""
-    half = (len(locomo) + 1) // 2
-    return ({"LoCoMo": list(locomo[:half]), "BEAM": list(beam[0::2])},
-            {"LoCoMo": list(locomo[half:]), "BEAM": list(beam[1::2])})
-
-
-# The grid: the weights with vectors are the no-vector weights (fitted on LoCoMo, `locomo.py --fit`) scaled by
-# 1 - share, with `share` on similarity, so both modes rank by one weight set; the share, the reply factor and
-# the preference factor are the values searched.
-SHARES = (0.1, 0.15, 0.2, 0.25, 0.3)
-REPLIES = (0.6, 0.8)
-SIMILARITIES = ("relative", "cosine")  # the rerank's similarity term (RecallConfig.similarity)
-PREFERENCES = (1.0, 1.3, 1.6)  # a stated preference's factor for a request (RecallConfig.preference_factor)
+# Stage 1, on mnemon-none (what both modes share): the update order's margin, how far relevance flows, an
+# assistant's reply factor, a stated preference's factor for a request.
+NONE_GRID: dict[str, tuple[Any, ...]] = {
+    "update_margin": (0.0, 0.1),
+    "hops": (1, 2),
+    "reply": (0.6, 0.8),
+    "preference": (1.0, 1.3),
+}
+# Stage 2, on mnemon-local: the similarity term's share of the rerank.
+VECTOR_GRID: dict[str, tuple[Any, ...]] = {
+    "share": (0.1, 0.15, 0.25, 0.35),
+}
 
 
-def candidates(shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES,
-               similarities: Sequence[str] = SIMILARITIES,
-               preferences: Sequence[float] = PREFERENCES) -> list[L.Fitted]:
-    """Every (similarity share, reply factor, similarity term, preference factor) of the grid as a fitted set,
-    the shipped one first."""
-    shipped = L.Fitted.shipped()
-    nv = shipped.no_vectors
-    out = [shipped]
-    for share in shares:
-        vectors = L._normalised([nv[0] * (1 - share), nv[1] * (1 - share), share, nv[3] * (1 - share)])
-        out += [dataclasses.replace(shipped, vectors=vectors, reply=r, similarity=sim, preference=p)
-                for sim in similarities for r in replies for p in preferences]
-    return list(dict.fromkeys(out))
+def load(locomo: Path = L.DEFAULT_DATA, beam: Path = B.DEFAULT_DATA,
+         longmemeval: Path = lme.DEFAULT_DATA) -> tuple[Benchmarks, Benchmarks]:
+    """(every conversation per benchmark, those mnemon-local and the vector baselines run on)."""
+    questions = lme.load_questions(longmemeval)
+    loco, chats = L.load_conversations(locomo), B.load_chats(beam)
+    return ({"LoCoMo": loco, "BEAM": chats, "LongMemEval": questions},
+            {"LoCoMo": loco, "BEAM": chats, "LongMemEval": lme.stratified_sample(questions)})
 
 
-Table = dict[tuple[str, str, int], tuple[int, float]]  # (sample id, kind, candidate) → (questions, sum of R@10)
+def halves(benchmarks: Benchmarks) -> tuple[Benchmarks, Benchmarks]:
+    """Two folds, each with half of every benchmark."""
+    a: Benchmarks = {}
+    b: Benchmarks = {}
+    for name, convs in benchmarks.items():
+        if name == "LoCoMo":
+            half = (len(convs) + 1) // 2
+            a[name], b[name] = list(convs[:half]), list(convs[half:])
+        elif name == "LongMemEval":  # alternately within each question type, by id
+            by_type: dict[Any, list[L.Conversation]] = {}
+            for c in convs:
+                by_type.setdefault(c.questions[0].category, []).append(c)
+            first = {c.sample_id for group in by_type.values()
+                     for c in sorted(group, key=lambda c: c.sample_id)[0::2]}
+            a[name] = [c for c in convs if c.sample_id in first]
+            b[name] = [c for c in convs if c.sample_id not in first]
+        else:  # BEAM: alternately (the first five dev chats have three batches, the last five five)
+            a[name], b[name] = list(convs[0::2]), list(convs[1::2])
+    return a, b
 
 
-def _fold_r10(table: Table, part: Benchmarks, kind: str, cand: int) -> dict[str, float]:
-    out = {}
-    for name, convs in part.items():
-        got = [table[(c.sample_id, kind, cand)] for c in convs if (c.sample_id, kind, cand) in table]
-        n = sum(g[0] for g in got)
-        if n:
-            out[name] = sum(g[1] for g in got) / n
+Split = tuple[str, Benchmarks, Benchmarks]  # (name, fitted on, tested on)
+
+
+def splits(benchmarks: Benchmarks) -> list[Split]:
+    """Within (A → B, B → A), leave one benchmark out (each of them), all (in sample)."""
+    a, b = halves(benchmarks)
+    out: list[Split] = [("within: A → B", a, b), ("within: B → A", b, a)]
+    for name in benchmarks:
+        rest = {n: c for n, c in benchmarks.items() if n != name}
+        out.append((f"leave out {name}", rest, {name: benchmarks[name]}))
+    out.append(("all (in sample)", benchmarks, benchmarks))
     return out
 
 
-def _objective(table: Table, part: Benchmarks, kinds: Sequence[str], cand: int) -> float:
-    """Mean R@10 over every benchmark and mode of `part`: each counts the same however many questions it has."""
-    got = [r for kind in kinds for r in _fold_r10(table, part, kind, cand).values()]
-    return sum(got) / len(got)
+def restrict(part: Benchmarks, to: Benchmarks) -> Benchmarks:
+    """`part`'s conversations that are also in `to` (the vector mode's subset of a split)."""
+    ids = {c.sample_id for convs in to.values() for c in convs}
+    return {n: [c for c in convs if c.sample_id in ids] for n, convs in part.items()}
 
 
-def cross_validate(
-    locomo: Sequence[L.Conversation], beam: Sequence[L.Conversation], *, beam_vectors: Sequence[str] | None = None,
-    shares: Sequence[float] = SHARES, replies: Sequence[float] = REPLIES,
-    preferences: Sequence[float] = PREFERENCES, store_dir: Path | None = None,
-    seed: int = 0, kinds: Sequence[str] = KINDS, log: Any = sys.stderr,
-) -> str:
-    """Markdown: per test fold, the grid's set chosen on the other fold and R@10 per benchmark and mode beside the
-    shipped recipe's; then the choice on everything (in sample). Every candidate is scored once per
-    conversation; a fold's R@10 is over its questions. `beam_vectors` limits mnemon-local to those BEAM chats."""
-    cands = candidates(shares, replies, preferences=preferences)
-    a, b = folds(locomo, beam)
-    everything: Benchmarks = {"LoCoMo": list(locomo), "BEAM": list(beam)}
-    table: Table = {}
-    local = [c for c in beam if beam_vectors is None or c.sample_id in beam_vectors]
-    for kind in kinds:
-        convs = [*locomo, *(local if kind == "mnemon-local" else beam)]
-        with L.mnemon_stores(convs, [kind], store_dir=store_dir, seed=seed, log=log) as stores:
-            seen: dict[Any, int] = {}
-            for i, cand in enumerate(cands):
-                # Without vectors the weights with vectors play no part: candidates differing only there score alike.
-                key = cand if kind == "mnemon-local" else (cand.no_vectors, cand.decay, cand.reply, cand.preference)
-                for conv in convs:
-                    if key in seen:
-                        table[(conv.sample_id, kind, i)] = table[(conv.sample_id, kind, seen[key])]
-                    else:
-                        s = L.scores_of(stores, [conv], kind, cand.config())
-                        table[(conv.sample_id, kind, i)] = (s.n, s.at(10) * s.n)
-                seen.setdefault(key, i)
-                print(f"  {kind} {cand}: {_objective(table, everything, [kind], i):.4f}", file=log)
-    head = ["fitted on", "tested on", "weights with vectors (kw, ent, sim, graph)", "similarity", "reply",
-            "preference",
-            *(f"{bench} {kind.split('-')[1]}: fitted / shipped" for kind in kinds for bench in everything)]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- | --- | --- | ---: | ---: |" + " ---: |" * 2 * len(kinds)]
+# ---------------------------------------------------------------------------------------------------- candidates
 
-    def names(part: Benchmarks) -> str:
-        return ", ".join(c.sample_id for convs in part.values() for c in convs)
 
-    for train, test in ((a, b), (b, a), (everything, everything)):
-        best = max(range(len(cands)), key=lambda i: (_objective(table, train, kinds, i), -i))
-        got = cands[best]
-        cells = ["all", "all (in sample)"] if train is everything else [names(train), names(test)]
-        local = "mnemon-local" in kinds
-        cells += [str(got.vectors) if local else "-", got.similarity if local else "-", f"{got.reply:.2f}",
-                  f"{got.preference:.2f}"]
+def none_candidates(grid: dict[str, tuple[Any, ...]] = NONE_GRID) -> list[L.Fitted]:
+    """The shipped set, then every point of the first stage's grid."""
+    shipped = L.Fitted.shipped()
+    out = [shipped]
+    for values in itertools.product(*grid.values()):
+        out.append(dataclasses.replace(shipped, **dict(zip(grid, values))))
+    return list(dict.fromkeys(out))
+
+
+def with_share(base: L.Fitted, share: float) -> L.Fitted:
+    """`base` with the weights with vectors = its no-vector weights × (1 - share), `share` on similarity."""
+    nv = base.no_vectors
+    return dataclasses.replace(base, vectors=L._normalised([nv[0] * (1 - share), nv[1] * (1 - share), share,
+                                                            nv[3] * (1 - share)]))
+
+
+def vector_candidates(base: L.Fitted, grid: dict[str, tuple[Any, ...]] = VECTOR_GRID) -> list[L.Fitted]:
+    """The second stage's grid on top of the first stage's choice."""
+    return list(dict.fromkeys(with_share(base, share) for share in grid["share"]))
+
+
+def describe(f: L.Fitted, vectors: bool) -> str:
+    shipped = L.Fitted.shipped()
+    parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}"]
+    if vectors:
+        parts.append(f"share {f.vectors[2]:g}")
+    return ("shipped: " if f == shipped else "") + ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------- scoring
+
+Sums = np.ndarray  # [questions, Σ R@1, Σ R@5, Σ R@10, Σ R@20] over a conversation's questions
+SUM_KS = (1, 5, 10, 20)
+
+
+def sums(rows: Sequence[tuple[Any, Sequence[str], Sequence[str]]]) -> Sums:
+    out = np.zeros(1 + len(SUM_KS))
+    for _, ranked, evidence in rows:
+        out += [1.0, *(L.recall_at_k(ranked, evidence, k) for k in SUM_KS)]
+    return out
+
+
+class Table:
+    """Every (conversation, kind, candidate)'s sums, computed once, when first asked for."""
+
+    def __init__(self, stores: dict[tuple[str, str], L.MnemonRanker]) -> None:
+        self.stores = stores
+        self.cells: dict[tuple[str, str, L.Fitted], Sums] = {}
+
+    def get(self, conv: L.Conversation, kind: str, cand: L.Fitted) -> Sums:
+        key = (conv.sample_id, kind, cand if kind == "mnemon-local" else dataclasses.replace(cand, vectors=(0,) * 4))
+        if key not in self.cells:
+            ranker = self.stores[(conv.sample_id, kind)]
+            config = cand.config()
+            self.cells[key] = sums([(q.category, [ranker.dia[i] for i in L.recall_with(ranker.memory, q.question, config)],
+                                     q.evidence) for q in conv.questions])
+        return self.cells[key]
+
+
+def recall_by_benchmark(get: Callable[[L.Conversation], Sums], part: Benchmarks) -> dict[str, Sums]:
+    """benchmark → [n, mean R@1, R@5, R@10, R@20] over its questions in `part`."""
+    out = {}
+    for name, convs in part.items():
+        total = sum((get(c) for c in convs), np.zeros(1 + len(SUM_KS)))
+        if total[0]:
+            out[name] = np.concatenate([[total[0]], total[1:] / total[0]])
+    return out
+
+
+def objective(by_benchmark: dict[str, Sums]) -> float:
+    """Mean over benchmarks of the mean R@k over OBJECTIVE_KS."""
+    cols = [1 + SUM_KS.index(k) for k in OBJECTIVE_KS]
+    return float(np.mean([np.mean(v[cols]) for v in by_benchmark.values()]))
+
+
+def choose(table: Table, kind: str, part: Benchmarks, cands: Sequence[L.Fitted]) -> L.Fitted:
+    """The candidate with the best objective on `part` (ties: the earlier one)."""
+    scored = [objective(recall_by_benchmark(lambda c, f=f: table.get(c, kind, f), part)) for f in cands]
+    return cands[int(np.argmax(scored))]
+
+
+def baseline_sums(benchmarks: Benchmarks, rankers: Sequence[str], log: Any) -> dict[tuple[str, str], Sums]:
+    """(sample id, ranker) → sums, the harness's same-run baselines."""
+    out: dict[tuple[str, str], Sums] = {}
+    for convs in benchmarks.values():
+        run = L.run(convs, rankers, log=log)
+        for name, rows in run.rankings.items():
+            by_conv: dict[str, list[tuple[Any, list[str], tuple[str, ...]]]] = {}
+            for conv_id, category, _, ranked, evidence in rows:
+                by_conv.setdefault(conv_id, []).append((category, ranked, evidence))
+            for conv_id, conv_rows in by_conv.items():
+                out[(conv_id, name)] = sums(conv_rows)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- report
+
+
+def cross_validate(everything: Benchmarks, vectors: Benchmarks, *, kinds: Sequence[str] = KINDS,
+                   store_dir: Path | None = None, seed: int = 0, log: Any = sys.stderr) -> str:
+    """Markdown: per split, the levers chosen on its training set and R@1 / R@10 on its test set beside the
+    shipped recipe's; then each test set against the same-run baselines of the same questions."""
+    local = "mnemon-local" in kinds
+    shipped = L.Fitted.shipped()
+    none_convs = [c for convs in everything.values() for c in convs]
+    local_convs = [c for convs in vectors.values() for c in convs] if local else []
+    base = baseline_sums(vectors if local else everything, BASELINES if local else ("fts5",), log)
+    if local:  # FTS5 on every question, too
+        base.update(baseline_sums({n: [c for c in everything[n] if c not in vectors[n]] for n in everything},
+                                  ("fts5",), log))
+    with L.mnemon_stores(none_convs, ["mnemon-none"], store_dir=store_dir, seed=seed, log=log) as none_stores, \
+            L.mnemon_stores(local_convs, ["mnemon-local"] if local else [], store_dir=store_dir, seed=seed,
+                            log=log) as local_stores:
+        table = Table({**none_stores, **local_stores})
+        picked: list[tuple[str, Benchmarks, Benchmarks, L.Fitted, L.Fitted | None]] = []
+        for name, train, test in splits(everything):
+            print(f"choosing on {name}", file=log)
+            first = choose(table, "mnemon-none", train, none_candidates())
+            second = choose(table, "mnemon-local", restrict(train, vectors), vector_candidates(first)) if local \
+                else None
+            picked.append((name, train, test, first, second))
+        return _levers_table(table, picked, vectors, kinds, shipped) + "\n" + _against_baselines(
+            table, picked, vectors, base, local)
+
+
+def _r(v: dict[str, Sums], bench: str, k: int) -> str:
+    return f"{v[bench][1 + SUM_KS.index(k)]:.3f}" if bench in v else "-"
+
+
+def _levers_table(table: Table, picked: Sequence[tuple[str, Benchmarks, Benchmarks, L.Fitted, L.Fitted | None]],
+                  vectors: Benchmarks, kinds: Sequence[str], shipped: L.Fitted) -> str:
+    head = ["split", "chosen (none)", "chosen share (local)",
+            *(f"{bench} {kind.split('-')[1]} R@1 / R@10: fitted (shipped)" for kind in kinds for bench in vectors)]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- | ---: |" + " ---: |" * (len(head) - 3)]
+    for name, _, test, first, second in picked:
+        cells = [name, describe(first, False), f"{second.vectors[2]:g}" if second else "-"]
         for kind in kinds:
-            fitted, shipped = _fold_r10(table, test, kind, best), _fold_r10(table, test, kind, 0)
-            cells += [f"{fitted[n]:.3f} / {shipped[n]:.3f}" if n in fitted else "-" for n in everything]
+            got = second if kind == "mnemon-local" else first
+            part = restrict(test, vectors) if kind == "mnemon-local" else test
+            fitted = recall_by_benchmark(lambda c: table.get(c, kind, got), part)
+            ship = recall_by_benchmark(lambda c: table.get(c, kind, shipped), part)
+            for bench in vectors:
+                cells.append(f"{_r(fitted, bench, 1)} / {_r(fitted, bench, 10)} ({_r(ship, bench, 1)} / "
+                             f"{_r(ship, bench, 10)})" if bench in fitted else "")
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _against_baselines(table: Table, picked: Sequence[tuple[str, Benchmarks, Benchmarks, L.Fitted, L.Fitted | None]],
+                       vectors: Benchmarks, base: dict[tuple[str, str], Sums], local: bool) -> str:
+    """Each split's test sets: mnemon (with the levers chosen without them) against the same questions' baselines."""
+    head = ["split", "test set", "n", "FTS5 R@1 / R@5 / R@10", "mnemon-none R@1 / R@5 / R@10", "none − FTS5 R@10"]
+    if local:
+        head += ["n (vectors)", "best baseline R@10", "mnemon-local R@1 / R@5 / R@10", "local − best R@10",
+                 "local − none R@10 (same questions)", "FTS5 R@1 (same questions)"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+
+    def trio(v: dict[str, Sums], bench: str) -> str:
+        return " / ".join(_r(v, bench, k) for k in (1, 5, 10))
+
+    for name, _, test, first, second in picked:
+        for bench, convs in test.items():
+            part = {bench: convs}
+            fts = recall_by_benchmark(lambda c: base[(c.sample_id, "fts5")], part)
+            none = recall_by_benchmark(lambda c: table.get(c, "mnemon-none", first), part)
+            r10 = 1 + SUM_KS.index(10)
+            cells = [name, bench, str(int(fts[bench][0])), trio(fts, bench), trio(none, bench),
+                     f"{none[bench][r10] - fts[bench][r10]:+.3f}"]
+            if local and second is not None:
+                vpart = restrict(part, vectors)
+                plain = {r: recall_by_benchmark(lambda c, r=r: base[(c.sample_id, r)], vpart)[bench] for r in BASELINES}
+                best = max(plain, key=lambda r: plain[r][r10])
+                mine = recall_by_benchmark(lambda c: table.get(c, "mnemon-local", second), vpart)
+                none_v = recall_by_benchmark(lambda c: table.get(c, "mnemon-none", first), vpart)
+                cells += [str(int(mine[bench][0])), f"{plain[best][r10]:.3f} ({best})", trio(mine, bench),
+                          f"{mine[bench][r10] - plain[best][r10]:+.3f}",
+                          f"{mine[bench][r10] - none_v[bench][r10]:+.3f}", f"{plain['fts5'][1]:.3f}"]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -142,34 +298,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.fit", description=__doc__.split("\n\n")[0])
     p.add_argument("--locomo", default=str(L.DEFAULT_DATA), help="LoCoMo JSON (default: %(default)s)")
     p.add_argument("--beam", default=str(B.DEFAULT_DATA), help="BEAM JSON (default: %(default)s)")
+    p.add_argument("--longmemeval", default=str(lme.DEFAULT_DATA), help="LongMemEval JSON (default: %(default)s)")
     p.add_argument("--store-dir", default=None, help="build the mnemon stores here and keep them")
     p.add_argument("--seed", type=int, default=0, help="seed of the mnemon stores' insight ids (default 0)")
-    p.add_argument("--kinds", default=",".join(KINDS), help="fit with vectors, without, or both (default: %(default)s)")
-    p.add_argument("--shares", default=",".join(map(str, SHARES)), help="similarity shares of the grid "
+    p.add_argument("--kinds", default=",".join(KINDS), help="both stages, or mnemon-none for the first alone "
                    "(default: %(default)s)")
-    p.add_argument("--replies", default=",".join(map(str, REPLIES)), help="reply factors of the grid "
-                   "(default: %(default)s)")
-    p.add_argument("--preferences", default=",".join(map(str, PREFERENCES)), help="preference factors of the "
-                   "grid (default: %(default)s)")
-    p.add_argument("--beam-vectors", default="", help="comma-separated BEAM chats mnemon-local is scored on "
-                   "(default: all)")
     args = p.parse_args(argv)
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
-    if not kinds or any(k not in KINDS for k in kinds):
-        p.error(f"--kinds takes {' and/or '.join(KINDS)}")
-    def floats(text: str) -> list[float]:
-        try:
-            return [float(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            p.error(f"not a list of numbers: {text!r}")
-
+    if not kinds or any(k not in KINDS for k in kinds) or "mnemon-none" not in kinds:
+        p.error(f"--kinds takes {KINDS[1]}, with or without {KINDS[0]}")
     command = "python -m benchmarks.fit" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
-    table = cross_validate(L.load_conversations(args.locomo), B.load_chats(args.beam),
-                           beam_vectors=[c.strip() for c in args.beam_vectors.split(",") if c.strip()] or None,
-                           shares=floats(args.shares), replies=floats(args.replies),
-                           preferences=floats(args.preferences),
-                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed,
-                           kinds=kinds)
+    everything, vectors = load(Path(args.locomo), Path(args.beam), Path(args.longmemeval))
+    table = cross_validate(everything, vectors, kinds=[k for k in KINDS if k in kinds],
+                           store_dir=Path(args.store_dir) if args.store_dir else None, seed=args.seed)
     print(table + f"\nCommand:\n\n    {command}\n")
     return 0
 

@@ -861,6 +861,9 @@ class Fitted:
     reply: float  # score factor of a message whose source is "assistant"
     similarity: str = "relative"  # the rerank's similarity term: "relative" or "cosine" (RecallConfig)
     preference: float = 1.0  # score factor of a stated preference when the query is a request
+    # None: the shipped recipe's value
+    update_margin: float | None = None  # the update order's margin (0: off)
+    hops: int | None = None  # edges relevance may flow over
 
     @classmethod
     def shipped(cls) -> Fitted:
@@ -869,7 +872,8 @@ class Fitted:
         intent = next(iter(HYBRID.rerank_weights))
         return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
                    HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0),  # type: ignore[union-attr]
-                   HYBRID.similarity, HYBRID.preference_factor)
+                   HYBRID.similarity, HYBRID.preference_factor, HYBRID.update_margin,
+                   HYBRID.flow.hops)  # type: ignore[union-attr]
 
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
@@ -878,13 +882,19 @@ class Fitted:
             return dict.fromkeys(HYBRID.rerank_weights, RerankWeights(
                 keyword=w[0], entity=w[1], similarity=w[2], graph=w[3]))
 
-        return HYBRID.model_copy(update={
+        flow: dict[str, Any] = {"decay": self.decay}
+        if self.hops is not None:
+            flow["hops"] = self.hops
+        update: dict[str, Any] = {
             "rerank_weights": table(self.vectors), "rerank_weights_no_vectors": table(self.no_vectors),
-            "flow": HYBRID.flow.model_copy(update={"decay": self.decay}),  # type: ignore[union-attr]
+            "flow": HYBRID.flow.model_copy(update=flow),  # type: ignore[union-attr]
             "source_factor": {**HYBRID.source_factor, "assistant": self.reply},
             "similarity": self.similarity,
             "preference_factor": self.preference,
-        })
+        }
+        if self.update_margin is not None:
+            update["update_margin"] = self.update_margin
+        return HYBRID.model_copy(update=update)
 
 
 def _normalised(w: Sequence[float]) -> tuple[float, float, float, float]:

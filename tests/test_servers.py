@@ -81,7 +81,7 @@ def test_refused_credentials_are_one_line_with_the_password_masked(server: str) 
         wrong = srv.url(server).replace("://", "://:not-the-password@")
         r = run_cli("--database-url", wrong, "remember", "refused")
         assert (r.code, r.out) == (1, "")
-        masked = srv.url(server).replace("://", "://:***@")
+        masked = srv.url(server).replace("://", "://***@")
         assert r.err.startswith(f"Error: {NAMES[server]} at {masked} refused the credentials: ")
         assert "not-the-password" not in r.err and r.err.count("\n") == 1
         right = srv.url(server).replace("://", "://:right-one@")

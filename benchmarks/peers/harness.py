@@ -2,6 +2,7 @@
 
     nice .venv-peers/bin/python -m benchmarks.peers                        # LoCoMo dev, every system
     nice .venv-peers/bin/python -m benchmarks.peers --dataset beam         # BEAM dev (benchmarks/beam.py's loader)
+    nice .venv-peers/bin/python -m benchmarks.peers --dataset lme          # LongMemEval's stratified sample
     nice .venv-peers/bin/python -m benchmarks.peers --systems fts5,engram --haystacks conv-26
 
 Runs in its own venv (benchmarks/peers/README.md): the peers' packages are never dependencies of mnemon.
@@ -75,6 +76,17 @@ def beam_haystacks(path: str | Path | None, only: Sequence[str] = ()) -> list[Ha
     convs = beam.load_chats(path or beam.DEFAULT_DATA, list(only) or None)
     return [Haystack(c.sample_id, c.turns, tuple((q.question, q.category, q.evidence, q.evidence) for q in c.questions))
             for c in convs]
+
+
+def lme_haystacks(path: str | Path | None, only: Sequence[str] = ()) -> list[Haystack]:
+    """benchmarks/lme.py's questions, each its own haystack: the stratified sample (the named ones when given);
+    a question's raw evidence is its gold sessions (`answer_session_ids`), which session any@5 scores."""
+    from .. import lme
+
+    questions = lme.load_questions(path or lme.DEFAULT_DATA, list(only) or None)
+    convs = questions if only else lme.stratified_sample(questions)
+    return [Haystack(c.sample_id, c.turns, tuple((q.question, q.category, q.evidence, q.sessions)  # type: ignore[attr-defined]
+                                                 for q in c.questions)) for c in convs]
 
 
 # ---------------------------------------------------------------------------------------------------- run
@@ -189,6 +201,23 @@ def beam_markdown(result: Run, command: str) -> str:
     return "\n".join(lines) + f"\n\n{n} questions with evidence.\n" + _footer(result, command)
 
 
+def lme_markdown(result: Run, command: str) -> str:
+    from .. import lme
+
+    head = ["system", "embedder", *(f"R@{k}" for k in P.KS), f"session any@{lme.SESSION_TOP}",
+            *lme.QUESTION_TYPES.values(), "ms/q"]
+    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    for name, rows in result.rows.items():
+        curve = P.recall_curve(rows)
+        hits = [lme.session_any(r.ranked, r.session_of, r.evidence_raw) for r in rows]
+        per = P.by_label(rows)
+        cells = [name, SYSTEMS[name][0], *(f"{curve[k]:.3f}" for k in P.KS), f"{sum(hits) / max(1, len(hits)):.3f}",
+                 *(f"{per[t][0]:.3f}" if t in per else "-" for t in lme.QUESTION_TYPES), _ms(result, name)]
+        lines.append("| " + " | ".join(cells) + " |")
+    n = len(next(iter(result.rows.values())))
+    return "\n".join(lines) + f"\n\n{n} questions, each its own haystack.\n" + _footer(result, command)
+
+
 def _footer(result: Run, command: str) -> str:
     setup = ", ".join(f"{n} {s:.0f} s" for n, s in result.setup_seconds.items())
     notes = "".join(f"\n{n}: {v}" for n, v in result.notes.items())
@@ -247,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key, value in RUN_ENV.items():
         os.environ.setdefault(key, value)
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__.split("\n\n")[0])
-    p.add_argument("--dataset", choices=("locomo", "beam"), default="locomo")
+    p.add_argument("--dataset", choices=("locomo", "beam", "lme"), default="locomo",
+                   help="lme: LongMemEval's stratified sample (benchmarks/lme.py) unless --haystacks names questions")
     p.add_argument("--data", default=None, help="data file (default: the dataset's dev file in ../shared/data)")
     p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated subset of: " + ", ".join(SYSTEMS))
     p.add_argument("--haystacks", default="", help="comma-separated conversation / chat ids (default: all)")
@@ -258,10 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     only = [h.strip() for h in args.haystacks.split(",") if h.strip()]
-    if args.dataset == "locomo":
-        haystacks = locomo_haystacks(args.data or L.DEFAULT_DATA, only)
-    else:
-        haystacks = beam_haystacks(args.data, only)
+    loaders = {"locomo": lambda: locomo_haystacks(args.data or L.DEFAULT_DATA, only),
+               "beam": lambda: beam_haystacks(args.data, only), "lme": lambda: lme_haystacks(args.data, only)}
+    haystacks = loaders[args.dataset]()
     if not haystacks:
         p.error("no haystack selected")
     command = "python -m benchmarks.peers" + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
@@ -269,7 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = load([Path(j) for j in args.merge], haystacks)
     else:
         result = run(haystacks, systems, seed=args.seed, checkpoint=Path(args.json) if args.json else None)
-    print((locomo_markdown if args.dataset == "locomo" else beam_markdown)(result, command))
+    markdown = {"locomo": locomo_markdown, "beam": beam_markdown, "lme": lme_markdown}[args.dataset]
+    print(markdown(result, command))
     if args.json:
         dump(result, Path(args.json))
     return 0

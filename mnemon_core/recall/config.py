@@ -162,8 +162,6 @@ HYBRID = RecallConfig(
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
     replies_asked_about=True,
-    preference_factor=C.PREFERENCE_FACTOR,
-    update_margin=C.UPDATE_MARGIN,
     confidence="evidence",
     why_order="chains",
 )

@@ -44,8 +44,10 @@ SUPERSEDED_FACTOR = 0.25  # [L] score × this for any target of a `supersedes` e
 # ---- the `hybrid` recipe (docs/recall.md): the departures from the spec and the values fitted for them
 
 # Flow (flow.py): relevance reaches a node over at most FLOW_HOPS edges; every edge after the first multiplies
-# it by FLOW_DECAY; past the anchors, the edges of the FLOW_EXPAND best nodes of a level are followed.
-FLOW_HOPS = 2
+# it by FLOW_DECAY; past the anchors, the edges of the FLOW_EXPAND best nodes of a level are followed. One hop:
+# chosen in every split of the three-benchmark fit (benchmarks/fit.py; RESULTS.md, "One recipe for three
+# benchmarks"); two hops (the value before) ranked neighbours of neighbours above the matches themselves.
+FLOW_HOPS = 1
 FLOW_DECAY = 0.9
 FLOW_EXPAND = 60
 # A temporal edge passes on its weight × φ × this factor of its sub-type (1 when absent): a proximity link
@@ -72,13 +74,18 @@ ROLE_SOURCES = frozenset({"user", "assistant", "agent", "system", "import", "cha
 REPLY_SOURCE_FACTOR: dict[str, float] = {"assistant": 0.6}
 # A stated preference answers a request (prior.py): for a query asking for help or advice, the score of an insight
 # in the preference category or holding one of these stemmed words (prefer, preferred, preference, rather,
-# favourite) is multiplied by PREFERENCE_FACTOR (chosen by the cross-validation over LoCoMo and BEAM:
-# benchmarks/RESULTS.md, "BEAM").
+# favourite) is multiplied by PREFERENCE_FACTOR when `RecallConfig.preference_factor` is set to it. Off in the
+# `hybrid` recipe: it helped BEAM only, where it was fitted; fitted without BEAM (LoCoMo and LongMemEval) the
+# factor is 1 (benchmarks/fit.py; RESULTS.md, "One recipe for three benchmarks").
 PREFERENCE_CATEGORY = "preference"
 PREFERENCE_TERMS = ("prefer", "rather", "favorit", "favourit")
 PREFERENCE_FACTOR = 1.3
 # Knowledge updates (updates.py): a newer result goes ahead of an older one when it scores at least
-# (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP).
+# (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP), when
+# `RecallConfig.update_margin` is set to it. Off in the `hybrid` recipe: it put the newer of two near-ties first
+# far more often than it found an update, and cost R@1 on all three benchmarks (LoCoMo 0.385 → 0.361, BEAM
+# 0.347 → 0.318, LongMemEval 0.341 → 0.321); every split of the fit chose margin 0 (RESULTS.md, "One recipe for
+# three benchmarks").
 UPDATE_MARGIN = 0.1
 UPDATE_MIN_OVERLAP = 0.5
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.

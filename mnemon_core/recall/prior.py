@@ -13,10 +13,10 @@ you help me …", "what would you suggest") is not, and keeps it: it is still th
 
 What answers a request is often how the one asking likes things done, stated long before and in other words
 ("I prefer step-by-step explanations with concrete examples" for "can you walk me through this problem?"). For a
-request (`asks_for_help`) the `hybrid` recipe multiplies the score of an insight that states a preference — its
-category is `preference`, or it holds a preference word (`PREFERENCE_TERMS`) — by `RecallConfig.preference_factor`.
-It only reorders what the query's words, meaning and neighbours already brought: a preference about something
-else stays below them.
+request (`asks_for_help`) the score of an insight that states a preference — its category is `preference`, or it
+holds a preference word (`PREFERENCE_TERMS`) — is multiplied by `RecallConfig.preference_factor`. It only reorders
+what the query's words, meaning and neighbours already brought: a preference about something else stays below
+them. Both recipes leave it at 1 (off): it helped one benchmark only (docs/recall.md, departure 11).
 """
 
 from __future__ import annotations

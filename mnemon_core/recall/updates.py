@@ -4,7 +4,8 @@ A user says in March that the dashboard API answers in 400 ms and in May that it
 match "how fast is the dashboard API?" about equally, and which comes first is decided by small differences in
 wording. This step puts the newer first when the two are about the same thing — they hold mostly the same of
 the query's terms (Jaccard of the sets ≥ `min_overlap`) — and the newer scores at least `1 - margin` of the
-older. It only reorders the results already chosen, so nothing enters or leaves the list.
+older. It only reorders the results already chosen, so nothing enters or leaves the list. Both recipes leave it
+off (`RecallConfig.update_margin` 0): it cost R@1 on every benchmark (docs/recall.md, departure 11).
 """
 
 from __future__ import annotations

@@ -34,9 +34,10 @@ import numpy as np
 from ..config import Settings
 from ..errors import StoreError, import_extra
 from ..models import Edge, Insight
+from ..redact import redact
 from .cypher import LABELS, TYPES
 from .mirror import Mirror, Row, row_of
-from .mirrored import MirroredStore, Stores, _redis, faults, redact
+from .mirrored import MirroredStore, Stores, _redis, faults
 from .sql import INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, insight_of, json_mapping, metadata_json
 
 SCHEMES = {"falkordb://": "redis://", "falkordbs://": "rediss://"}  # → the Redis URL of the same server

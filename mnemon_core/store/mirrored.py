@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import threading
 import time
 from collections import Counter
@@ -41,6 +40,7 @@ import numpy as np
 from ..config import OplogRetention
 from ..errors import StoreError, import_extra
 from ..models import Edge, Insight, OplogEntry
+from ..redact import redact
 from ..timeutil import parse
 from . import base
 from .base import NO_FILTERS, Access, Busy, DumpRow, Filters, TokenHit, apply_access
@@ -63,11 +63,6 @@ _RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL
 
 def _redis() -> Any:
     return import_extra("redis", "redis")
-
-
-def redact(url: str) -> str:
-    """The URL with its password masked, for `status` and messages."""
-    return re.sub(r"^([a-z]+://[^:/@]*):[^@]*@", r"\1:***@", url)
 
 
 def first_line(e: BaseException) -> str:

@@ -27,8 +27,9 @@ import numpy as np
 from ..config import Settings
 from ..errors import StoreError
 from ..models import Edge, Insight
+from ..redact import redact
 from .mirror import EdgeKey, Mirror, Row, row_of
-from .mirrored import MirroredStore, Stores, _redis, epoch, faults, redact
+from .mirrored import MirroredStore, Stores, _redis, epoch, faults
 from .sql import WRITE_LOCK_TIMEOUT_S, json_lists, json_mapping, metadata_json
 from .vectors import encode
 
