@@ -23,7 +23,7 @@ import threading
 import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
