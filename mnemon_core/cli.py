@@ -354,10 +354,10 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
 @command("migrate")
 def _migrate(a: argparse.Namespace) -> None:
     from .config import Settings
-    from .migrate import migrate
+    from .stores import StoreCatalog
 
     settings = Settings.resolve(data_dir=a.data_dir, store=a.store, embedder="none")
-    emit(migrate(a.source, a.target, settings))
+    emit(StoreCatalog(settings=settings).migrate(a.source, a.target))
 
 
 @command("receipt")

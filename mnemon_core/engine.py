@@ -492,17 +492,10 @@ class Engine:
             self.warm.set()
 
     def _warm_reads(self) -> None:
-        from .graph import graph_view
-        from .recall.pipeline import vector_input
-
         mem = self._open_warm()
         if mem is None:
             return  # nothing stored yet: do not create the store
-        graph_view(mem.store).sync()
-        emb = mem.embedder
-        vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
-        if emb is not None and vecs is not None:
-            vector_input(mem.store, emb.name, vecs[0], emb.calibration)  # the ANN index, else the matrix
+        mem.warm()
         env = {**os.environ, "MNEMON_DATA_DIR": self.data_dir}  # as a client of this process's variables sends it
         answer = self._run(["--readonly", "recall", WARM_QUERY], env, None, os.urandom(16).hex())
         if answer["code"] != 0:
@@ -556,7 +549,7 @@ class Engine:
         """Let a file one process at a time may open go (an in-process call waits for it: `store/holder.py`):
         the idle Memory objects whose store holds it are closed now, the ones requests use when given back. The
         next request opens it again, waiting its turn. How many were closed now."""
-        from .store import held_files
+        from .stores import held_files
 
         with self.memories_lock:
             idle = []

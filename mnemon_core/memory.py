@@ -148,6 +148,20 @@ class Memory:
             self._store = None
             return True
 
+    def warm(self) -> None:
+        """Load what a first recall reads: the store, its graph memo (from the index file where it keeps one),
+        the embedder with one query, and the store's vector index or matrix. A long-lived holder (the resident
+        engine) calls it before its first request."""
+        from .graph import graph_view
+        from .recall.pipeline import vector_input
+
+        store = self.store
+        graph_view(store).sync()
+        emb = self.embedder
+        vecs = self.embed_texts(["warm up"], query=True) if emb is not None else None
+        if emb is not None and vecs is not None:
+            vector_input(store, emb.name, vecs[0], emb.calibration)  # the ANN index, else the matrix
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()

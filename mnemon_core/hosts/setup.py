@@ -133,9 +133,9 @@ def main(a: argparse.Namespace) -> str:
     ask = None if a.yes or not sys.stdin.isatty() else tty_ask
 
     def ensure_store() -> str:
-        from ..store import catalog
+        from ..stores import StoreCatalog
 
-        stores = catalog(settings)
+        stores = StoreCatalog(settings=settings)
         if stores.exists(settings.store):
             return f'Store     "{settings.store}"'
         stores.create(settings.store)
