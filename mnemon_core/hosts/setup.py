@@ -10,20 +10,20 @@ is someone else's stops the whole run before anything is written. After an insta
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ReadOnlyError, ValidationError
-from . import claude_code, codex, cursor, hermes, nanobot, openclaw, opencode, pi
+from . import REGISTRY
 from .base import OPTIONAL_DEFAULTS, Plan, Target, installed, plan_eject, plan_install
 from .check import path_advice, trials
 from .prompts import cli_command, write_prompt_files
 
-TARGETS: dict[str, Target] = {t.name: t for t in (
-    claude_code.TARGET, codex.TARGET, cursor.TARGET, nanobot.TARGET, openclaw.TARGET, pi.TARGET, hermes.TARGET,
-    opencode.TARGET)}
+TARGETS: dict[str, Target] = {name: importlib.import_module(f"{__package__}.{module}").TARGET
+                               for name, (module, _) in REGISTRY.items()}
 PHASE_HELP = {
     "remind": "remind the agent to recall and remember on every prompt",
     "nudge": "after each reply, ask whether it warrants a memory",

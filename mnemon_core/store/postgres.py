@@ -49,7 +49,7 @@ from ..text import document, terms
 from . import base
 from .base import NO_FILTERS, DumpRow, Filters, GraphPlace, GraphSnapshot, IndexRow, TokenHit, bm25
 from .sql import (
-    EDGE_COLS, GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, oplog_trim,
+    EDGE_COLS, EDGE_TYPE_CHECK, GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, oplog_trim,
     where,
 )
 from .vectors import AnsweredAnn, VectorCache
@@ -189,7 +189,7 @@ def _m001_initial(run: Callable[..., Any]) -> None:
             source_id text COLLATE "C" NOT NULL REFERENCES {s}.insights(id) ON DELETE CASCADE,
             target_id text COLLATE "C" NOT NULL REFERENCES {s}.insights(id) ON DELETE CASCADE,
             edge_type text COLLATE "C" NOT NULL
-                CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+                """ + EDGE_TYPE_CHECK + """,
             weight double precision NOT NULL DEFAULT 1.0,
             metadata jsonb NOT NULL DEFAULT '{}',
             created_at text COLLATE "C" NOT NULL,

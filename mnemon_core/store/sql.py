@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..config import OplogRetention
-from ..models import Edge, Insight, OplogEntry
+from ..models import Edge, EdgeType, Insight, OplogEntry
 from ..timeutil import iso, parse
 from .base import NO_FILTERS, Access, AnnSearch, Busy, Filters, LogBehind, StoreDefaults, apply_access
 from . import mapfile, vecfile
@@ -38,6 +38,9 @@ OPLOG_COLS = "id, operation, insight_id, detail, created_at"
 WRITE_LOCK_TIMEOUT_S = 60
 # How long a served call's request id is kept (`claim_request`): far longer than a client waits to rerun it.
 REQUEST_KEEP_S = 86400.0
+# The edges table's closed list of types, from `EdgeType`. A new type also needs a migration that widens the
+# CHECK of existing databases (SQLite rebuilds the table; Postgres replaces the constraint).
+EDGE_TYPE_CHECK = "CHECK (edge_type IN ({}))".format(",".join(f"'{t.value}'" for t in EdgeType))
 GRAPH_SUFFIX = ".gidx"  # the graph index file's name: the database's (or the client's key) and this
 
 

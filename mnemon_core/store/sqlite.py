@@ -33,7 +33,7 @@ from .base import NO_FILTERS, DumpRow, Filters, GraphPlace, GraphSnapshot, Index
 from .accessfile import AccessFile
 from .journal import GraphJournal
 from .sql import (
-    GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks,
+    EDGE_TYPE_CHECK, GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks,
     json_lists, json_mapping, metadata_json, oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
@@ -54,7 +54,7 @@ EDGES_DDL = """
     CREATE TABLE IF NOT EXISTS edges (
         source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
         target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-        edge_type TEXT NOT NULL CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+        edge_type TEXT NOT NULL """ + EDGE_TYPE_CHECK + """,
         weight REAL DEFAULT 1.0,
         metadata TEXT DEFAULT '{}',
         created_at TEXT NOT NULL,
