@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import lifecycle, once, related
+from . import console, lifecycle, once, related
 from .config import UNSET, Settings, shown_path
 from .context import Context
 from .embed import Embedder, get_embedder
@@ -199,7 +198,7 @@ class Memory:
         call = once.current()
         if self._warned_in is not call:
             self._warned_in = call
-            print(f"mnemon: warning: {redact(message)}", file=sys.stderr)
+            print(f"mnemon: warning: {redact(message)}", file=console.err())
 
     def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
         """Vectors for texts, or None (with one warning) when the embedder is off or failing."""

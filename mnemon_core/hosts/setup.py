@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import console
 from ..errors import ReadOnlyError, ValidationError
 from . import REGISTRY
 from .base import OPTIONAL_DEFAULTS, Plan, Target, installed, plan_eject, plan_install
@@ -130,7 +130,7 @@ def main(a: argparse.Namespace) -> str:
         options += ["--data-dir", str(settings.data_dir.absolute())]
     if a.store:
         options += ["--store", settings.store]
-    ask = None if a.yes or not sys.stdin.isatty() else tty_ask
+    ask = None if a.yes or not console.stdin().isatty() else tty_ask
 
     def ensure_store() -> str:
         from ..stores import StoreCatalog
@@ -145,6 +145,6 @@ def main(a: argparse.Namespace) -> str:
     lines = run(a.target, is_global=a.is_global, eject=a.eject, data_dir=settings.data_dir, options=options,
                 ask=ask, ensure_store=ensure_store, check=trials, failed=failed)
     if failed:  # installed, but a hook does not run: say so on stdout, fail the command
-        sys.stdout.write("\n".join(lines) + "\n")
+        console.out().write("\n".join(lines) + "\n")
         raise ValidationError(f"the check after setup failed for {', '.join(failed)} (see above)", field="setup")
     return "\n".join(lines) + "\n"

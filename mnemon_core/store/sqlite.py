@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Collection, Hashable, Iterator, Sequence
@@ -1042,4 +1041,6 @@ def migrate_legacy(settings: Settings) -> None:
         src = legacy.with_name("mnemon.db" + suffix)
         if src.exists():
             src.rename(target.with_name("mnemon.db" + suffix))
-    print(f"mnemon: migrated database to {target}", file=sys.stderr)
+    from ..console import err
+
+    print(f"mnemon: migrated database to {target}", file=err())
