@@ -144,6 +144,7 @@ def store_10k(tmp: Path, n: int) -> Path:
     from benchmarks.import_speed import make_draft
     from mnemon_core import Memory
     from mnemon_core.embed.local import E5_DIMENSIONS, E5_NAME
+    from mnemon_core.graph import fold_index
 
     data = tmp / "recall10k"
     with Memory(data_dir=data, embedder=None) as mem:
@@ -155,7 +156,7 @@ def store_10k(tmp: Path, n: int) -> Path:
         with mem.store.transaction():
             for id_, v in zip(ids, vecs):
                 mem.store.set_vector(id_, v, E5_NAME)
-        mem.store.maintain_graph_index(force=True)
+        fold_index(mem.store, force=True)
     return data
 
 

@@ -1,5 +1,5 @@
 """Postgres beside SQLite at scale: recall p50/p95 and remember p50 on the same synthetic store, each recalling
-through its graph index file (`store/gindex.py`; the Postgres client's is written first, from the database).
+through its graph index file (`graph/index.py`; the Postgres client's is written first, from the database).
 
 The store is `scale.py`'s (`synth.py` with its options: 12-36 words, 0-2 entities, remember-shaped edges,
 clustered 384-d vectors), built as SQLite and copied into Postgres with `mnemon migrate` (so the copy is timed
@@ -122,6 +122,7 @@ def nearest_times(store, qvecs: list[np.ndarray]) -> dict[str, float]:
 
 def measure(url: str, n: int, count: int, warmup: int) -> dict:
     from mnemon_core import Memory
+    from mnemon_core.graph import fold_index, index_file
 
     data_dir = scale.data_dir(n)
     sqlite_path = data_dir / "data" / "default" / "mnemon.db"
@@ -134,11 +135,11 @@ def measure(url: str, n: int, count: int, warmup: int) -> dict:
     # the client's first write; here it is written from the database's two bulk reads and timed.
     shutil.rmtree(WORK / "client", ignore_errors=True)  # a file of an earlier run would not be written again
     pg = Memory(data_dir=WORK / "client", database_url=url, store=name, embedder=emb)
-    out["pg_index_s"] = timed(pg.store.maintain_graph_index, force=True)[0] / 1000
+    out["pg_index_s"] = timed(fold_index, pg.store, force=True)[0] / 1000
     pg.close()
     sq = Memory(data_dir=data_dir, store="default", embedder=emb, readonly=True)
     pg = Memory(data_dir=WORK / "client", database_url=url, store=name, embedder=emb, readonly=True)
-    out["index_file"] = {"sqlite": sq.store.graph_index() is not None, "postgres": pg.store.graph_index() is not None}
+    out["index_file"] = {"sqlite": index_file(sq.store) is not None, "postgres": index_file(pg.store) is not None}
     res = recall_both({"sqlite": sq, "postgres": pg}, qs, warmup)
     out["sqlite"], out["postgres"] = res["sqlite"], res["postgres"]
     out["postgres_nearest"] = nearest_times(pg.store, [emb.preset[t] for t in qs[warmup:]])

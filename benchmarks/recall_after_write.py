@@ -36,7 +36,7 @@ def one_run(store: Path, n: int, vectors: bool) -> dict[str, Any]:
     """In a child process: the three phases on a copy of store; medians of CPU ms."""
     # mnemon_core first, from PYTHONPATH (the checkout under test): synth.py puts this checkout on sys.path.
     from mnemon_core import Memory
-    from mnemon_core.recall.graph import graph_view
+    from mnemon_core.graph import graph_view
 
     sys.path.insert(0, str(HERE))
     from synth import PresetEmbedder, queries

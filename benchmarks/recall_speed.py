@@ -108,7 +108,7 @@ def timed_recipes(mem, texts: list[str], emb: PresetEmbedder) -> dict[str, dict[
 
 def measure(n: int, count: int, warmup: int) -> dict[str, float]:
     from mnemon_core import Memory
-    from mnemon_core.recall.graph import graph_view
+    from mnemon_core.graph import graph_view
 
     path = store_for(n)
     data_dir = path.parent.parent.parent

@@ -36,7 +36,7 @@ def timed_stages() -> scale.Stages:
     """The stages of `remember` wrapped with CPU timers (`scale.Stages`)."""
     from mnemon_core import Memory
     from mnemon_core import memory as memory_mod
-    from mnemon_core.recall import graph
+    from mnemon_core import graph
     from mnemon_core.write import candidates, diff, pipeline
 
     stages = scale.Stages(clock=time.process_time)

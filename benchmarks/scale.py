@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth
 
-from mnemon_core.store import gindex
+from mnemon_core.graph import fold, index_file
 from mnemon_core.store.base import ANN_MIN_ROWS
 
 ROOT = synth.ROOT
@@ -77,7 +77,7 @@ def build_by_import(n: int, path: Path) -> dict[str, float]:
     t, c = time.perf_counter(), time.process_time()
     res = mem.import_draft(draft, vectors="now")
     info = {"build_s": time.perf_counter() - t, "build_cpu_s": time.process_time() - c, "imported": res.imported}
-    gx = mem.store.graph_index()
+    gx = index_file(mem.store)
     info["index_mb"] = gx.nbytes() / 1e6 if gx is not None else 0.0
     mem.close()
     return info
@@ -183,8 +183,8 @@ def exact_only(on: bool) -> None:
 
 def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
     from mnemon_core import Memory
+    from mnemon_core.graph import GraphView, graph_view
     from mnemon_core.recall import pipeline
-    from mnemon_core.recall.graph import GraphView, graph_view
     from mnemon_core.store.sqlite import SQLiteStore
 
     d = data_dir(n)
@@ -247,8 +247,7 @@ def measure(n: int, count: int, warmup: int, preload: bool) -> dict[str, Any]:
 
 def no_index(mem: Any) -> Any:
     """`mem` reading everything from the store, as before the index file (the memo's own path)."""
-    mem.store.graph_index = lambda: None
-    mem.store.maintain_graph_index = lambda **_: 0
+    mem.store.graph_place = lambda: None  # before its first recall or write, which look for the file
     return mem
 
 
@@ -256,12 +255,12 @@ def remember_cmp(n: int, count: int, in_place: bool = False) -> dict[str, Any]:
     """remember CPU per call with the index file and without it: two scratch copies of the store, one Memory
     each, the calls alternated (the same texts). `in_place`: with the index file only, into the cached store
     itself (a copy of a 1M store costs more than the measurement; run last, it adds count + 1 insights). Below
-    `gindex.MIN_ROWS`: the store only."""
+    `fold.MIN_ROWS`: the store only."""
     from mnemon_core import Memory
 
     src = data_dir(n)
     out: dict[str, list[float]] = {"index": []} if in_place else {"index": [], "store": []}
-    if n < gindex.MIN_ROWS:
+    if n < fold.MIN_ROWS:
         out = {"store": []}
     with tempfile.TemporaryDirectory(dir=synth.CACHE) as tmp:
         mems = {}
@@ -288,16 +287,16 @@ def remember_cmp(n: int, count: int, in_place: bool = False) -> dict[str, Any]:
 def measure_index(n: int, count: int, warmup: int) -> dict[str, Any]:
     """Warm recall CPU per query with the index file and without it (two Memory objects on the same store, the
     queries alternated), and whether the two give the same results (ids, order, scores, labels). Below
-    `gindex.MIN_ROWS` the store keeps no file: the memo from the store only."""
+    `fold.MIN_ROWS` the store keeps no file: the memo from the store only."""
     from mnemon_core import Memory
 
     d = data_dir(n)
     emb = synth.PresetEmbedder()
     texts = preset(emb, n, warmup + count, seed=n)
     mems = {}
-    if n >= gindex.MIN_ROWS:
+    if n >= fold.MIN_ROWS:
         mems["index"] = Memory(data_dir=d, store="default", embedder=emb)
-        assert mems["index"].store.graph_index() is not None, "no index file: the import should have written it"
+        assert index_file(mems["index"].store) is not None, "no index file: the import should have written it"
     mems["store"] = no_index(Memory(data_dir=d, store="default", embedder=emb))
     for m in mems.values():
         for q in texts[:warmup]:
@@ -649,9 +648,9 @@ def main() -> None:
             row = rows.setdefault(n, {"n": n})
             data_dir(n)
             row["build"] = synth.build_info(data_dir(n) / "data" / "default" / "mnemon.db")
-            row["index_cmp"] = measure_index(n, a.queries, a.warmup)  # below gindex.MIN_ROWS: the store only
+            row["index_cmp"] = measure_index(n, a.queries, a.warmup)  # below fold.MIN_ROWS: the store only
             row["first"] = {"store": first_recall(n, False)}
-            if n >= gindex.MIN_ROWS:
+            if n >= fold.MIN_ROWS:
                 row["first"]["index"] = first_recall(n, True)
             if a.remember:
                 row["remember_cmp"] = remember_cmp(n, a.remember, in_place=n >= a.remember_in_place)

@@ -15,6 +15,7 @@ _EXPORTS = {
     "AsyncMemory": "async_memory",
     "Memory": "memory",
     "Settings": "config",
+    "StoreCatalog": "stores",
     "Category": "models",
     "CausalCandidate": "models",
     "Edge": "models",
@@ -62,6 +63,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from .config import Settings
+    from .stores import StoreCatalog
     from .draft import DraftEdge, DraftInsight, DryRun, ImportDraft, ImportItem, ImportResult
     from .embed_ops import EmbedStatus
     from .recall.results import (

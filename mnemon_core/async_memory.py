@@ -85,6 +85,7 @@ class AsyncMemory:
     candidates = _twin(Memory.candidates, read=True)
     resolve_id = _twin(Memory.resolve_id, read=True)
     reopen_if_replaced = _twin(Memory.reopen_if_replaced)
+    warm = _twin(Memory.warm, read=True)
 
     async def close(self) -> None:
         self.sync.close()

@@ -2,7 +2,9 @@
 
 One error boundary (`main`): errors a user can cause (`MnemonError`) and faults of the environment (a file
 system, text or database that refuses, see `errors.fault_message`) are one line on stderr and exit status 1;
-so is a bug, as `internal error: ...`. The traceback is printed only under `MNEMON_DEBUG=1`.
+so is a bug, as `internal error: ...`. The traceback is printed only under `MNEMON_DEBUG=1`. `main` runs a
+command on the process's streams; `call` runs one with streams and variables of its own (`console.own`) and
+returns (code, out, err): the resident engine is such a caller.
 
 The module imports only the standard library at load time: the CLI starts on every agent turn, so the
 engine (pydantic, numpy) is imported when a command runs, not for `--version`.
@@ -14,13 +16,15 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 
 TYPE_CHECKING = False  # not `typing`'s: this module is imported on every start, typing costs ~5 ms
 if TYPE_CHECKING:
     from typing import Any
 
 from . import __version__  # the package's one version (pyproject reads it too); the package is loaded already
+from . import console
 
 # argparse's messages stay English whatever the locale (agents and tests read them), which also spares every
 # start the ~70 gettext catalogue lookups building the parser makes (20 ms).
@@ -46,7 +50,7 @@ def dump(value: Any) -> str:
 
 
 def emit(value: Any) -> None:
-    sys.stdout.write(dump(value) + "\n")
+    console.out().write(dump(value) + "\n")
 
 
 def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = False) -> Any:
@@ -66,11 +70,13 @@ def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = Fal
             raise stores.missing(settings.store)
         args.new_store = settings
     args.session_default = settings.session  # this call's MNEMON_SESSION (a warm Memory may be shared)
-    return memory_cache(settings) if memory_cache is not None else Memory(settings=settings)
+    cache = _memories.get()
+    return cache(settings) if cache is not None else Memory(settings=settings)
 
 
-# The resident engine (`engine.py`) keeps one warm Memory per configuration and hands it out here.
-memory_cache: Callable[[Any], Any] | None = None
+# Where a command's Memory comes from (`call`'s `memories`: the resident engine keeps one warm Memory per
+# configuration and hands it out); None: a new one.
+_memories: ContextVar[Callable[[Any], Any] | None] = ContextVar("mnemon_memories", default=None)
 
 
 # ---------------------------------------------------------------- commands
@@ -102,7 +108,7 @@ def _recall(a: argparse.Namespace) -> None:
         from pydantic import BaseModel
 
         data = r.model_dump(mode="json") if isinstance(r, BaseModel) else r
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
+        console.out().write(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n")
     else:
         emit(r)
 
@@ -142,7 +148,7 @@ def _status(a: argparse.Namespace) -> None:
 @command("log")
 def _log(a: argparse.Namespace) -> None:
     entries = memory(a).log(limit=a.limit)
-    sys.stdout.write(format_log(entries))
+    console.out().write(format_log(entries))
 
 
 # C0/C1 controls, line separators and lone surrogates: what a terminal would obey or a line would break on
@@ -177,7 +183,7 @@ def format_log(entries: Sequence[Any]) -> str:
 def _store(a: argparse.Namespace) -> None:
     from . import stores
 
-    sys.stdout.write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url, readonly=a.readonly) + "\n")
+    console.out().write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url, readonly=a.readonly) + "\n")
 
 
 @command("import")
@@ -185,7 +191,7 @@ def _import(a: argparse.Namespace) -> None:
     mem = memory(a, creates=True)
     r = mem.import_draft(a.file, dry_run=a.dry_run, no_diff=a.no_diff, vectors=a.vectors)
     if isinstance(r, str):
-        sys.stdout.write(r + "\n")
+        console.out().write(r + "\n")
         return
     emit(r)
     if r.vectors_pending:
@@ -210,11 +216,11 @@ def _viz(a: argparse.Namespace) -> None:
 
     text = render(memory(a), a.format)
     if a.output in ("-", None):
-        sys.stdout.write(text)
+        console.out().write(text)
     else:
         with open(a.output, "w", encoding="utf-8") as f:
             f.write(text)
-        print(f"written to {a.output}", file=sys.stderr)
+        print(f"written to {a.output}", file=console.err())
 
 
 @command("daemon")
@@ -277,10 +283,10 @@ def _extract(a: argparse.Namespace) -> None:
     summary["output"] = a.output
     if run.report.chunks_failed:
         print(f"mnemon: warning: {run.report.chunks_failed} of {run.report.chunks} chunks failed; see "
-              '"failures"', file=sys.stderr)
+              '"failures"', file=console.err())
     if run.report.partial:
         print(f"mnemon: warning: {run.report.partial} answer(s) cut off at their token limit were kept in part "
-              '(the insights written in full); see "calls"', file=sys.stderr)
+              '(the insights written in full); see "calls"', file=console.err())
     if a.do_import:
         mem = memory(a, creates=True)
         imported = mem.import_draft(run.draft)
@@ -296,7 +302,7 @@ def _extract(a: argparse.Namespace) -> None:
                 raise
             summary["judge"] = [r.model_dump(mode="json") for r in judged]
             if why := ex.nothing_judged(judged):  # the import stands: a warning, not a failure
-                print(f"mnemon: warning: {why}", file=sys.stderr)
+                print(f"mnemon: warning: {why}", file=console.err())
     emit(summary)
 
 
@@ -354,10 +360,10 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
 @command("migrate")
 def _migrate(a: argparse.Namespace) -> None:
     from .config import Settings
-    from .migrate import migrate
+    from .stores import StoreCatalog
 
     settings = Settings.resolve(data_dir=a.data_dir, store=a.store, embedder="none")
-    emit(migrate(a.source, a.target, settings))
+    emit(StoreCatalog(settings=settings).migrate(a.source, a.target))
 
 
 @command("receipt")
@@ -373,7 +379,7 @@ def _receipt(a: argparse.Namespace) -> None:
 def _setup(a: argparse.Namespace) -> None:
     from .hosts.setup import main as setup
 
-    sys.stdout.write(setup(a))
+    console.out().write(setup(a))
 
 
 @command("hook")
@@ -398,7 +404,7 @@ def _hook(a: argparse.Namespace) -> None:
         command += ["--data-dir", os.path.abspath(a.data_dir)]
     if a.store:
         command += ["--store", a.store]
-    sys.stdout.write(run(a.phase, a.host, sys.stdin, counts, data_dir, command,
+    console.out().write(run(a.phase, a.host, console.stdin(), counts, data_dir, command,
                          lambda: env_count("MNEMON_NUDGE_EVERY", NUDGE_EVERY)))
 
 
@@ -437,6 +443,11 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(1, f"Error: {printable(message)}\n")  # "unrecognized arguments" quotes them raw
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """Help, usage and errors go to the command's own streams (`console`), as everything it prints does."""
+        if message:
+            (console.err() if file is sys.stderr else console.out()).write(message)
 
 
 Fill = Callable[[argparse.ArgumentParser], None]
@@ -646,13 +657,13 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
             from . import stores
 
             if stores.exists(new):  # not after a dry run
-                print(f'mnemon: created store "{new.store}"', file=sys.stderr)
+                print(f'mnemon: created store "{new.store}"', file=console.err())
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:  # Ctrl-C: one line, the shell's status for SIGINT; a long run says how far
         from .errors import Interrupted
 
-        print(str(e) if isinstance(e, Interrupted) else "interrupted", file=sys.stderr)
+        print(str(e) if isinstance(e, Interrupted) else "interrupted", file=console.err())
         return 130
     except Exception as e:  # the one error boundary
         from .config import debug
@@ -665,10 +676,30 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
         if debug():
             import traceback
 
-            traceback.print_exc()
-        print(f"Error: {printable(redact(message))}", file=sys.stderr)
+            traceback.print_exc(file=console.err())
+        print(f"Error: {printable(redact(message))}", file=console.err())
         return 1
     return 0
+
+
+def call(argv: Sequence[str], env: Mapping[str, str], stdin: str | None = None, *,
+         parser: argparse.ArgumentParser | None = None, memories: Callable[[Any], Any] | None = None,
+         ) -> tuple[int, str, str]:
+    """Run one command with streams of its own (`console.own`): `env` the variables it reads, `stdin` its input
+    (None: a terminal), `memories` where its Memory comes from (else a new one). Its exit status and what it
+    printed on stdout and on stderr. The resident engine runs its clients' commands so, side by side."""
+    token = _memories.set(memories)
+    try:
+        with console.own(env, stdin) as (out, err):
+            try:
+                code = main(argv, parser)
+            except SystemExit as e:  # argparse's usage errors and --help
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if isinstance(e.code, str):
+                    err.write(e.code + "\n")
+    finally:
+        _memories.reset(token)
+    return code, out.getvalue(), err.getvalue()
 
 
 if __name__ == "__main__":

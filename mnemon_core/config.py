@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from . import console
 from .errors import ValidationError
 from .timeutil import iso, parse
 
@@ -65,9 +66,9 @@ def validate_store_name(name: str, *, hint: bool = False) -> str:
 
 
 def environment() -> Mapping[str, str]:
-    """Where settings come from: this process's variables; in the resident engine (`engine.py`), the
-    variables of the client whose command is running."""
-    return os.environ
+    """Where settings come from: this process's variables, or those the running command was given
+    (`console.own`: in the resident engine, the variables of the client whose command it runs)."""
+    return console.environ()
 
 
 def debug() -> bool:

@@ -1,8 +1,9 @@
 """What a pipeline gets from the engine that runs it, passed explicitly rather than as the `Memory` itself: the
 settings, the store and the embedder (opened on first use, as `Memory` opens them), the clock, the oplog writer
 (which tags rows written through MCP), the writability check, and the embedding calls whose health probe and
-one warning are `Memory`'s state. `Memory._context()` builds one for each pipeline call (`write/importer.py`,
-`embed_ops.py`), so no pipeline imports `memory.py` or calls its privates."""
+one warning are `Memory`'s state, and the graph index fold after a write. `Memory._context()` builds one for each
+pipeline call (`write/remember.py`, `write/link.py`, `write/importer.py`, `embed_ops.py`), so no pipeline
+imports `memory.py` or calls its privates."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ class Context:
     embed_texts: Callable[[Sequence[str]], np.ndarray | None]  # vectors, or None (one warning) when off or failing
     cosines: Cosines  # calibrated cosine ≥ floor with every embedded active insight
     fold_stale_index: Callable[[int], None]  # before a write: fold new vectors into a stale ANN file
+    fold_graph: Callable[[], None]  # after a write: fold the graph index file when it is far behind (best effort)
 
     @property
     def store(self) -> Store:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -333,7 +332,9 @@ def _read(draft: str | Path) -> str:
     if isinstance(draft, str) and draft.lstrip().startswith("{"):
         return draft
     if str(draft) == "-":
-        return sys.stdin.read()
+        from .console import stdin
+
+        return stdin().read()
     path = Path(draft)
     try:
         return path.read_text(encoding="utf-8-sig")  # tolerate a BOM from Windows editors

@@ -4,8 +4,9 @@
 It serves only a data directory of its user's that nobody else may write (`resident.private_dir`), listens on
 `DATA_DIR/engine-<key>.sock` (mode 0600; the key names its code and process variables, `resident.engine_key`),
 and answers only a peer that runs as its user (SO_PEERCRED). Each request runs in a thread of its own through
-the same `cli.main` the in-process CLI runs, with the request's arguments and settings, and the engine sends
-back what it printed and its exit status; while a command runs it sends a heartbeat every HEARTBEAT_S, so a
+the same `cli.main` the in-process CLI runs, called as `cli.call(argv, env, stdin)` with the request's
+arguments, variables and input and streams of its own (nothing global is patched), and the engine sends back
+what it printed and its exit status; while a command runs it sends a heartbeat every HEARTBEAT_S, so a
 client tells a long command from a stuck engine. A request whose client has hung up before it starts is
 dropped; a request's write records its id (`once.py`), so a client's in-process rerun never doubles it.
 
@@ -32,7 +33,6 @@ once never both serve) and the shared log `engine.log` sit in the data directory
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
@@ -42,7 +42,7 @@ import threading
 import time
 from collections import OrderedDict
 from contextvars import ContextVar
-from typing import Any, TextIO
+from typing import Any
 
 from . import resident
 
@@ -58,53 +58,6 @@ WARM_QUERY = "warm up"  # the warm-up's recall (readonly: it counts no access)
 FILL_AFTER_IDLE_S = 1.0  # the vector fill starts a batch only this long after the last request ended
 FILL_POLL_S = 0.5  # how often an idle filler looks for queued vectors
 FILL_RETRY_S = 60.0  # after a fill failed (the embedder down), how long before that configuration is tried again
-
-# The output of the request the current thread serves (None: the engine's own output, to its log).
-_capture: ContextVar[tuple[io.StringIO, io.StringIO] | None] = ContextVar("mnemon_engine_capture", default=None)
-
-
-class _ThreadStream(io.TextIOBase):
-    """sys.stdout / sys.stderr of the engine: each request thread writes into its own buffer."""
-
-    def __init__(self, fallback: TextIO, which: int) -> None:
-        self._fallback = fallback
-        self._which = which
-
-    def _target(self) -> TextIO:
-        cap = _capture.get()
-        return cap[self._which] if cap is not None else self._fallback
-
-    def write(self, s: str) -> int:
-        return self._target().write(s)
-
-    def flush(self) -> None:
-        self._target().flush()
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
-
-    def isatty(self) -> bool:
-        return False
-
-
-class _ThreadInput(io.TextIOBase):
-    """sys.stdin of the engine: a request thread reads the input its client sent (None: a terminal)."""
-
-    def _source(self) -> io.StringIO | None:
-        return _stdin.get()
-
-    def read(self, size: int | None = -1) -> str:
-        src = self._source()
-        return "" if src is None else src.read(size)
-
-    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
-        src = self._source()
-        return "" if src is None else src.readline(size)
-
-    def isatty(self) -> bool:
-        return self._source() is None
-
 
 class _Heartbeat:
     """The frames of one request's answer: a beat at once (a client that has hung up is found here, and its
@@ -186,16 +139,9 @@ class Engine:
             return
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
-        from . import cli, config
         from .store import holder
 
         holder.in_engine = True  # the files it holds are asked of it; it waits for the others (`release`)
-        saved = (cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment)
-        cli.memory_cache = self._memory  # every command's Memory comes from the warm cache
-        sys.stdout = _ThreadStream(sys.stdout, 0)  # type: ignore[assignment]
-        sys.stderr = _ThreadStream(sys.stderr, 1)  # type: ignore[assignment]
-        sys.stdin = _ThreadInput()  # type: ignore[assignment]
-        config.environment = _request_env.get  # type: ignore[assignment]
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self.stop())
         try:
@@ -220,7 +166,6 @@ class Engine:
                 threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
         finally:
             self._close()
-            cli.memory_cache, sys.stdout, sys.stderr, sys.stdin, config.environment = saved  # an engine run in a thread
             holder.in_engine = False
 
     def _claim(self) -> bool:
@@ -390,37 +335,27 @@ class Engine:
     def _run(self, argv: list[str], env: dict[str, str], stdin: str | None, request_id: str) -> dict[str, Any]:
         from . import cli, once
 
-        out, err = io.StringIO(), io.StringIO()
         held: list[tuple[tuple[Any, ...], Any]] = []
-        tokens = (_capture.set((out, err)), _request_env.set(env), _held.set(held),
-                  _stdin.set(None if stdin is None else io.StringIO(stdin)), once.begin(request_id))
-        try:
-            code = cli.main(argv, self.parser)
-        except SystemExit as e:  # argparse's usage errors and --help
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            if isinstance(e.code, str):
-                err.write(e.code + "\n")
+        tokens = (_held.set(held), once.begin(request_id))
+        try:  # every command's Memory comes from the warm cache
+            code, out, err = cli.call(argv, env, stdin, parser=self.parser, memories=self._memory)
         finally:
             self._give_back(held)
-            once.end(tokens[4])
-            _capture.reset(tokens[0])
-            _request_env.reset(tokens[1])
-            _held.reset(tokens[2])
-            _stdin.reset(tokens[3])
-        return {"code": code, "out": out.getvalue(), "err": err.getvalue()}
+            once.end(tokens[1])
+            _held.reset(tokens[0])
+        return {"code": code, "out": out, "err": err}
 
     def _want_fill(self, env: dict[str, str]) -> None:
         """Fill the queued vectors of the configuration these variables name (`mnemon import` asks it)."""
         from .config import Settings
+        from .console import own
 
-        token = _request_env.set(env)
         try:
-            settings = Settings.resolve(origin="cli")
+            with own(env):
+                settings = Settings.resolve(origin="cli")
         except Exception as e:  # noqa: BLE001 - a bad variable: the import said its own error already
             _log(f"fill: {type(e).__name__}: {e}")
             return
-        finally:
-            _request_env.reset(token)
         self._fill_target(settings)
 
     def _fill_target(self, settings: Any) -> None:
@@ -480,29 +415,21 @@ class Engine:
         import numpy  # noqa: F401 - its thread pool starts now, in this thread
 
         held: list[tuple[tuple[Any, ...], Any]] = []
-        tokens = (_request_env.set(dict(os.environ)), _held.set(held))
+        token = _held.set(held)  # the warm-up reads this process's variables (`console.environ`)
         try:
             _at_low_priority(self._warm_reads)
         except Exception as e:  # noqa: BLE001 - a request will meet the same fault and report it
             _log(f"warm-up: {type(e).__name__}: {e}")
         finally:
             self._give_back(held)
-            _request_env.reset(tokens[0])
-            _held.reset(tokens[1])
+            _held.reset(token)
             self.warm.set()
 
     def _warm_reads(self) -> None:
-        from .recall.graph import graph_view
-        from .recall.pipeline import vector_input
-
         mem = self._open_warm()
         if mem is None:
             return  # nothing stored yet: do not create the store
-        graph_view(mem.store).sync()
-        emb = mem.embedder
-        vecs = mem.embed_texts(["warm up"], query=True) if emb is not None else None
-        if emb is not None and vecs is not None:
-            vector_input(mem.store, emb.name, vecs[0], emb.calibration)  # the ANN index, else the matrix
+        mem.warm()
         env = {**os.environ, "MNEMON_DATA_DIR": self.data_dir}  # as a client of this process's variables sends it
         answer = self._run(["--readonly", "recall", WARM_QUERY], env, None, os.urandom(16).hex())
         if answer["code"] != 0:
@@ -556,7 +483,7 @@ class Engine:
         """Let a file one process at a time may open go (an in-process call waits for it: `store/holder.py`):
         the idle Memory objects whose store holds it are closed now, the ones requests use when given back. The
         next request opens it again, waiting its turn. How many were closed now."""
-        from .store import held_files
+        from .stores import held_files
 
         with self.memories_lock:
             idle = []
@@ -630,9 +557,7 @@ def _memory_key(settings: Any) -> tuple[Any, ...]:
     return tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k not in PER_CALL))
 
 
-_request_env: ContextVar[dict[str, str]] = ContextVar("mnemon_engine_env", default={})
 _held: ContextVar[list[tuple[tuple[Any, ...], Any]]] = ContextVar("mnemon_engine_held")
-_stdin: ContextVar[io.StringIO | None] = ContextVar("mnemon_engine_stdin", default=None)
 
 
 def _at_low_priority(work: Any) -> Any:

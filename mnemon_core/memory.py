@@ -5,20 +5,16 @@ the same methods as coroutines."""
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import lifecycle, once, related
+from . import console, lifecycle, once, related
 from .config import UNSET, Settings, shown_path
 from .context import Context
 from .embed import Embedder, get_embedder
@@ -37,18 +33,14 @@ from .inputs import (
     SEARCH_LIMIT,
 )
 from .models import (
-    REVERSE_KEY,
-    REVERSE_VALUE,
     Category,
     CausalCandidate,
-    Edge,
     EdgeType,
     EntityCount,
     EntityMode,
     ForgetResult,
     GcKeepResult,
     GcResult,
-    GraphIndexStatus,
     Insight,
     LinkResult,
     OplogEntry,
@@ -62,11 +54,11 @@ from .models import (
 )
 from .redact import redact
 from .store import Access, Filters, Store, open_store
-from .text import terms, token_set, tokens_of
+from .text import token_set
 from .timeutil import iso
-from .write import candidates, diff, similarity
-from .write.constants import DIFF_CANDIDATES, SEMANTIC_REVIEW, SEMANTIC_REVIEW_MAX, SEMANTIC_TOKEN_POOL
-from .write.pipeline import resolve, write_insight
+from .write import candidates, similarity
+from .write.constants import SEMANTIC_REVIEW
+from .write.link import edge_type as parse_edge_type
 from .write.validate import validate_category, validate_remember, validate_session, validate_text
 
 if TYPE_CHECKING:  # these modules load with their first call: `import mnemon_core` stays light
@@ -75,9 +67,7 @@ if TYPE_CHECKING:  # these modules load with their first call: `import mnemon_co
     from .recall.config import RecallConfig
     from .recall.results import BriefRecallResult, BudgetRecallResult, RecallResult, VerboseRecallResult
 
-EDGE_TYPES = ", ".join(t.value for t in EdgeType)
 TOP_ENTITIES = 20
-CREATED_BY = {"cli": "cli", "mcp": "mcp", "agent": "agent"}
 _NEVER = object()
 
 
@@ -157,6 +147,20 @@ class Memory:
             self._store = None
             return True
 
+    def warm(self) -> None:
+        """Load what a first recall reads: the store, its graph memo (from the index file where it keeps one),
+        the embedder with one query, and the store's vector index or matrix. A long-lived holder (the resident
+        engine) calls it before its first request."""
+        from .graph import graph_view
+        from .recall.pipeline import vector_input
+
+        store = self.store
+        graph_view(store).sync()
+        emb = self.embedder
+        vecs = self.embed_texts(["warm up"], query=True) if emb is not None else None
+        if emb is not None and vecs is not None:
+            vector_input(store, emb.name, vecs[0], emb.calibration)  # the ANN index, else the matrix
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
@@ -194,7 +198,7 @@ class Memory:
         call = once.current()
         if self._warned_in is not call:
             self._warned_in = call
-            print(f"mnemon: warning: {redact(message)}", file=sys.stderr)
+            print(f"mnemon: warning: {redact(message)}", file=console.err())
 
     def embed_texts(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray | None:
         """Vectors for texts, or None (with one warning) when the embedder is off or failing."""
@@ -234,21 +238,14 @@ class Memory:
             self.store.maintain_vector_index(emb.name, dim)
 
     def _maintain_index(self) -> None:
-        """After a write: fold the graph index file when it is missing or far behind (`store/gindex.py`). Best
+        """After a write: fold the graph index file when it is missing or far behind (`graph/fold.py`). Best
         effort: a write has succeeded whether or not the file could be written."""
+        from .graph import fold_index
+
         try:
-            self.store.maintain_graph_index()
+            fold_index(self.store)
         except (StoreError, OSError) as e:
             self._warn(f"graph index not written ({e})")
-
-    @contextmanager
-    def _writing(self, now: str) -> Iterator[Store]:
-        """A write transaction of this call: the served call's request id is recorded in it first (`once.py`),
-        so the rerun of a call whose answer the engine lost writes nothing (`AlreadyDone`)."""
-        store = self.store
-        with store.transaction():
-            once.claim(store, now)
-            yield store
 
     def _now(self) -> tuple[str, float]:
         ts = time.time()
@@ -275,6 +272,7 @@ class Memory:
             settings=self.settings, open_store=lambda: self.store, open_embedder=lambda: self.embedder,
             clock=self._now, log=self._log, detail=self._detail, writable=self._writable, warn=self._warn,
             embed_texts=self.embed_texts, cosines=self.cosines, fold_stale_index=self._fold_stale_index,
+            fold_graph=self._maintain_index,
         )
 
     # ------------------------------------------------------------------ remember
@@ -294,73 +292,12 @@ class Memory:
     ) -> RememberResult:
         """Store one memory. `session` (else the settings' `MNEMON_SESSION`): the conversation it continues;
         consecutive remembers of one session are linked by a conversation edge."""
+        from .write.remember import remember
+
         self._writable("remember")
         inp = validate_remember(content, category, importance, tags, entities, entity_mode, source)
         session = validate_session(session) or validate_session(self.settings.session)
-        vecs = self.embed_texts([inp.content])
-        vector = vecs[0] if vecs is not None else None
-        store = self.store
-        new_id = str(uuid.uuid4())
-        now, ts = self._now()
-        if vector is not None:
-            self._fold_stale_index(int(vector.shape[0]))
-        cos = self.cosines(vector)
-        base_tokens = token_set(inp.content)
-        suggestion = "ADD"
-        if not no_diff:
-            existing = store.find_by_content(inp.content)
-            if existing is not None:
-                return self._skip(inp.content, existing, now)
-        # One pass over the token postings ranks what the diff label and the token-overlap candidates need.
-        by_coverage, by_overlap = candidates.token_tops(store, base_tokens, max(DIFF_CANDIDATES, SEMANTIC_TOKEN_POOL))
-        if not no_diff:
-            suggestion, _ = diff.suggest(store, inp.content, base_tokens, by_coverage, cos)
-        with self._writing(now):
-            # Timestamps from under the write lock, so concurrent writers' temporal chains stay linear.
-            now, ts = self._now()
-            if not no_diff:
-                # Checked again under the write lock: two agents remembering the same text at once.
-                existing = store.find_by_content(inp.content)
-                if existing is not None:
-                    return self._skip(inp.content, existing, now)
-            ents = resolve(store, inp.content, inp.entities, inp.entity_mode)
-            ins = Insight(
-                id=new_id, content=inp.content, category=inp.category, importance=inp.importance, tags=inp.tags,
-                entities=ents, source=inp.source, created_at=now, updated_at=now, stored_at=now,
-            )
-            tokens = tokens_of(ins.content, ins.tags, ents)
-            edges, ei = write_insight(
-                store, ins, tokens, vector, self.embedder.name if vector is not None and self.embedder else None,
-                cos, session=session, now=now, now_ts=ts,
-            )
-            pruned = lifecycle.auto_prune(
-                store, max_insights=self.settings.max_insights, min_age_s=self.settings.prune_min_age_s,
-                exclude=new_id, now=now, trigger=new_id,
-            )
-            self._log("remember", new_id, self._detail(inp.content), now)
-        self._maintain_index()
-        return RememberResult(
-            id=new_id, content=ins.content, category=ins.category, importance=ins.importance, tags=ins.tags,
-            entities=ents, action="added", diff_suggestion="ADD" if no_diff else suggestion, created_at=now,
-            edges_created=edges,
-            semantic_candidates=candidates.semantic_candidates(store, ins, base_tokens, cos, by_overlap),
-            causal_candidates=candidates.causal_candidates(store, ins), embedded=vector is not None,
-            effective_importance=round(ei, 4), auto_pruned=len(pruned), auto_pruned_ids=pruned,
-        )
-
-    def _skip(self, content: str, existing: str, now: str) -> RememberResult:
-        """An exact repeat writes nothing; it answers with the insight that holds the text (`id`, and
-        `replaced_id` as the spec has it), so `show <id>` finds it."""
-        with self._writing(now):
-            self._log("diff-skip", existing, f"exact duplicate of {existing}", now)
-            held = self.store.get_insight(existing)
-        # What the holder is (None: forgotten by another process since it was found); zeros for what was not done.
-        about = {} if held is None else {
-            "category": held.category, "importance": held.importance, "tags": held.tags, "entities": held.entities,
-            "created_at": held.created_at, "effective_importance": round(held.effective_importance, 4),
-        }
-        return RememberResult(id=existing, content=content, action="skipped", diff_suggestion="DUPLICATE",
-                              replaced_id=existing, **about)
+        return remember(self._context(), inp, session=session, no_diff=no_diff)
 
     # ------------------------------------------------------------------ recall
 
@@ -560,42 +497,13 @@ class Memory:
         metadata: dict[str, str] | str | None = None,
         created_by: str | None = None,
     ) -> LinkResult:
+        from .write.link import link
+
         self._writable("link")
         source_id = self.resolve_id(source_id, "source_id")
         target_id = self.resolve_id(target_id, "target_id")
-        try:
-            etype = EdgeType(str(type).strip().lower())
-        except ValueError:
-            raise ValidationError(f'invalid edge type "{type}"; valid: {EDGE_TYPES}', field="type") from None
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ValidationError(f"weight must be a number, got {weight.__class__.__name__} {weight!r:.50}",
-                                  field="weight")
-        if not 0.0 <= weight <= 1.0:
-            raise ValidationError(f"weight must be between 0.0 and 1.0, got {weight:.2f}", field="weight")
-        meta = parse_metadata(metadata)
-        if source_id == target_id:
-            raise ValidationError(f"cannot link insight {source_id} to itself", field="target_id")
-        store = self.store
-        for label, id_ in (("source", source_id), ("target", target_id)):
-            if store.get_insight(id_) is None:
-                raise NotFoundError(f"{label} insight {id_} not found", id=id_)
-        meta["created_by"] = validate_text(created_by, "created_by") if created_by else CREATED_BY.get(
-            self.settings.origin, "agent")
-        now, _ = self._now()
-
-        edges = [Edge(source_id=source_id, target_id=target_id, edge_type=etype, weight=float(weight),
-                      metadata=meta, created_at=now)]
-        if etype != EdgeType.supersedes:  # supersedes is directed new → old; the rest are written both ways
-            # The reverse copy of a causal link says so, so the WHY order can still put the cause first.
-            back = {**meta, REVERSE_KEY: REVERSE_VALUE} if etype == EdgeType.causal else meta
-            edges.append(Edge(source_id=target_id, target_id=source_id, edge_type=etype, weight=float(weight),
-                              metadata=back, created_at=now))
-        with self._writing(now):
-            for e in edges:
-                store.upsert_edge(e)
-            self._log("link", source_id, f"{source_id[:8]}→{target_id[:8]} type={etype} weight={weight:.2f}", now)
-        return LinkResult(edge_type=etype, metadata=meta, source_id=source_id, target_id=target_id,
-                          weight=float(weight))
+        return link(self._context(), source_id, target_id, type=type, weight=weight, metadata=metadata,
+                    created_by=created_by)
 
     def forget(self, id: str) -> ForgetResult:
         self._writable("forget")
@@ -604,7 +512,7 @@ class Memory:
         if store.get_insight(id) is None:
             raise NotFoundError(f"forget: insight {id} not found or already deleted", id=id)
         now, _ = self._now()
-        with self._writing(now):
+        with once.writing(self.store, now):
             store.soft_delete([id], now)
             self._log("forget", id, "", now)
         self._maintain_index()
@@ -624,29 +532,13 @@ class Memory:
     # ------------------------------------------------------------------ search / related
 
     def search(self, query: str, *, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
-        """Keyword search with recall's keyword signal: BM25 over the query's stemmed terms ("migration" finds
-        "migrations"), score = BM25 / this query's best; ties by importance, newer, id."""
+        """Keyword search with recall's keyword signal (`recall/search.py`): BM25 over the query's stemmed terms,
+        score = BM25 / this query's best; ties by importance, newer, id. Every hit gets +1 access."""
+        from .recall.search import keyword_search
+
         validate_text(query, "query")
         check_limit(limit)
-        store = self.store
-        bm25: dict[str, float] = {}
-        for term in dict.fromkeys(terms(query)):
-            for id_, s in store.term_scores(term):
-                bm25[id_] = bm25.get(id_, 0.0) + s
-        ranked = sorted(bm25.items(), key=lambda kv: -kv[1])
-        if len(ranked) > limit:  # only what can make the cut is read and ordered on the full key
-            cut = ranked[limit - 1][1]
-            ranked = [kv for kv in ranked if kv[1] >= cut]
-        rows = store.get_insights([i for i, _ in ranked])
-        found = sorted((kv for kv in ranked if kv[0] in rows), key=lambda kv: kv[0])
-        found.sort(key=lambda kv: rows[kv[0]].created_at, reverse=True)
-        found.sort(key=lambda kv: (-kv[1], -rows[kv[0]].importance))
-        best = found[0][1] if found else 0.0
-        out = [
-            SearchHit(id=i, content=rows[i].content, category=rows[i].category, importance=rows[i].importance,
-                      tags=rows[i].tags, score=s / best if best > 0 else 0.0)
-            for i, s in found[:limit]
-        ]
+        out = keyword_search(self.store, query, limit)
         self._accessed([h.id for h in out], "search", f"q={query} hits={len(out)}")
         return out
 
@@ -671,13 +563,7 @@ class Memory:
         """Breadth-first over edges (both directions), up to `depth` hops; no access bump."""
         id = self.resolve_id(id)
         check_limit(depth, "--depth")
-        etype = None
-        if edge_type:
-            try:
-                etype = EdgeType(validate_text(edge_type, "edge_type").strip().lower())
-            except ValueError:
-                raise ValidationError(f'invalid edge type "{edge_type}"; valid: {EDGE_TYPES}',
-                                      field="edge_type") from None
+        etype = parse_edge_type(validate_text(edge_type, "edge_type"), "edge_type") if edge_type else None
         store = self.store
         if store.get_insight(id) is None:
             raise NotFoundError(f"insight {id} not found", id=id)
@@ -686,6 +572,8 @@ class Memory:
     # ------------------------------------------------------------------ status / log / gc
 
     def status(self) -> StatusResult:
+        from .graph import status as graph_status
+
         store = self.store
         rows, keep = store.count_log(), self.settings.oplog_retention
         retention = OplogRetentionInfo(max_age_days=round(keep.max_age_s / 86400.0, 4), max_rows=keep.max_rows)
@@ -694,24 +582,9 @@ class Memory:
             by_category=store.count_by_category(), db_path=shown_path(store.location),
             db_size_bytes=store.size_bytes(),
             deleted_insights=store.count_deleted(), edge_count=store.count_edges(),
-            graph_index=self._index_status(store), oplog=oplog, oplog_count=rows,
+            graph_index=graph_status(store), oplog=oplog, oplog_count=rows,
             top_entities=[EntityCount(entity=e, count=n) for e, n in store.top_entities(TOP_ENTITIES)],
             total_insights=store.count_active(), vectors_pending=store.count_queued(),
-        )
-
-    def _index_status(self, store: Store) -> GraphIndexStatus | None:
-        from .store.gindex import GraphIndex
-
-        state = store.graph_index_state()
-        if state is None:
-            return None
-        if not isinstance(state, GraphIndex):
-            return GraphIndexStatus(path=shown_path(state.path), state="rejected", reason=state.reason)
-        counter = store.graph_version()[0]
-        return GraphIndexStatus(
-            path=shown_path(state.path), state="mapped", nodes=state.n, edges=state.edges, bytes=state.nbytes(),
-            built_at=iso(state.built_at), age_s=round(max(0.0, time.time() - state.built_at), 1),
-            behind=counter - state.counter,
         )
 
     def log(self, *, limit: int = LOG_LIMIT) -> list[OplogEntry]:
@@ -730,7 +603,7 @@ class Memory:
         now, ts = self._now()
         scan = lifecycle.gc_scan(store, threshold=threshold, limit=limit, now_ts=ts)
         if not self.settings.readonly:
-            with self._writing(now):
+            with once.writing(self.store, now):
                 store.set_effective_importance(scan.ei)
                 self._log("gc", None, f"threshold={threshold:.2f} found={scan.found} total={scan.total}", now)
         return GcResult(candidates=scan.candidates or None, candidates_found=scan.found,
@@ -745,7 +618,7 @@ class Memory:
         if ins is None:
             raise NotFoundError(f"insight {id} not found", id=id)
         now, ts = self._now()
-        with self._writing(now):
+        with once.writing(self.store, now):
             store.touch([id], now, inc=lifecycle.GC_KEEP_BOOST)
             ei = lifecycle.refresh_ei(store, [id], ts)[id]
             self._log("gc_keep", id, self._detail(ins.content), now)
@@ -779,16 +652,3 @@ class Memory:
             vector = vecs[0] if vecs is not None else None
         return (candidates.semantic_candidates(self.store, ins, token_set(ins.content), self.cosines(vector)),
                 candidates.causal_candidates(self.store, ins))
-
-
-def parse_metadata(metadata: dict[str, str] | str | None) -> dict[str, str]:
-    if metadata is None or metadata == "":
-        return {}
-    if isinstance(metadata, str):
-        try:
-            metadata = json.loads(metadata)
-        except json.JSONDecodeError as e:
-            raise ValidationError(f"invalid metadata JSON: {e}", field="metadata") from None
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise ValidationError("invalid metadata JSON: must be an object of string values", field="metadata")
-    return {validate_text(str(k), "metadata"): validate_text(v, "metadata") for k, v in metadata.items()}

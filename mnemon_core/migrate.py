@@ -24,7 +24,6 @@ from .errors import StoreError, ValidationError
 if TYPE_CHECKING:
     from .store import Store
 
-PG_SCHEMES = ("postgresql://", "postgres://")
 TARGETS = "a postgresql://, kuzu:///, redis:// or falkordb:// URL"
 
 
@@ -32,7 +31,7 @@ def is_database(url: str) -> bool:
     """A URL of the backend table's servers and directories (not a SQLite file)."""
     from .store import SCHEMES
 
-    return url.startswith(PG_SCHEMES) or url.startswith(tuple(SCHEMES))
+    return url.startswith(tuple(SCHEMES))
 
 
 def sqlite_path(endpoint: str, settings: Settings) -> Path | None:

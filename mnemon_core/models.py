@@ -29,6 +29,17 @@ class EdgeType(StrEnum):
     entity = "entity"
     supersedes = "supersedes"
 
+    @property
+    def directed(self) -> bool:
+        """`link` writes this type one way only (supersedes: new → old); every other type both ways."""
+        return self is EdgeType.supersedes
+
+    @property
+    def marks_reverse(self) -> bool:
+        """`link`'s copy against the agent's direction carries REVERSE_KEY, so the WHY order can still put the
+        cause first."""
+        return self is EdgeType.causal
+
 
 # `link` writes a causal link both ways; the copy against the agent's direction carries this metadata, so the
 # WHY order (cause first) can tell it from the link itself.
@@ -232,7 +243,7 @@ class OplogStatus(BaseModel):
 
 
 class GraphIndexStatus(BaseModel):
-    """The graph index file recall maps (`store/gindex.py`): in use, or rejected and why."""
+    """The graph index file recall maps (`graph/index.py`): in use, or rejected and why."""
 
     path: str
     state: str = Field(description="mapped: recall reads it; rejected: a check failed and the store is read")

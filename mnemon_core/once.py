@@ -8,6 +8,8 @@ The standard library only: the client (`client.py`) starts a request on every se
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
@@ -15,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["Request", "begin", "claim", "current", "end"]
+__all__ = ["Request", "begin", "claim", "current", "end", "writing"]
 
 
 @dataclass
@@ -50,3 +52,12 @@ def claim(store: Store, now: str) -> None:
 
         raise AlreadyDone(request.id)
     request.claimed = True
+
+
+@contextmanager
+def writing(store: Store, now: str) -> Iterator[Store]:
+    """A write transaction of this run: its request id is recorded in it first (`claim`), so the rerun of a
+    call whose answer the engine lost writes nothing (`AlreadyDone`)."""
+    with store.transaction():
+        claim(store, now)
+        yield store

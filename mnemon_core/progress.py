@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from .console import err
 
 __all__ = ["progress_bar"]
 
@@ -18,7 +19,7 @@ def progress_bar(total: int, label: str) -> Iterator[Advance]:
     installed; otherwise a no-op, so pipes and logs stay clean. A note (the extractor's "chunk 2/5: 5.9
     tokens/s") replaces the label until the next one."""
     noop: Advance = lambda n, note=None: None
-    if total <= 0 or not sys.stderr.isatty():
+    if total <= 0 or not err().isatty():  # a command the engine runs writes into a buffer
         yield noop
         return
     try:

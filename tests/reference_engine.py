@@ -18,7 +18,7 @@ from mnemon_core.models import Intent
 from mnemon_core.recall.anchors import Anchor
 from mnemon_core.recall.config import RecallConfig
 from mnemon_core.recall.constants import LAMBDA1, LAMBDA2, SUPERSEDED_FACTOR
-from mnemon_core.recall.graph import EDGE_TYPES, GraphView
+from mnemon_core.graph import EDGE_TYPES, GraphView
 from mnemon_core.recall.rerank import Scored
 from mnemon_core.store import Filters
 

@@ -213,3 +213,41 @@ def test_every_command_has_help() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     for name, p in sub.choices.items():
         assert p.description, f"{name} has no help text"
+
+
+def test_call_runs_a_command_with_streams_of_its_own(tmp_path: Path) -> None:
+    """`cli.call(argv, env, stdin)` is how the resident engine runs a command: the command reads the variables
+    and input it is given and writes into buffers of its own, beside other calls in other threads, and nothing
+    global changes (the engine assigns no `sys` stream)."""
+    import ast
+    import threading
+
+    from mnemon_core import cli
+
+    streams = (sys.stdout, sys.stderr, sys.stdin)
+    env = {"MNEMON_EMBEDDER": "none", "MNEMON_DAEMON": "off"}
+    got: dict[int, tuple[int, str, str]] = {}
+
+    def one(i: int) -> None:
+        d = str(tmp_path / f"d{i}")
+        assert cli.call(["--data-dir", d, "remember", f"note number {i} about threads"], env)[0] == 0
+        got[i] = cli.call(["--data-dir", d, "search", "threads"], env)
+
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for i in range(3):
+        code, out, err = got[i]
+        assert (code, err) == (0, "") and [h["content"] for h in json.loads(out)] == [f"note number {i} about threads"]
+    assert cli.call(["--data-dir", str(tmp_path / "d0"), "--store", "nope", "search", "x"], env) == (
+        1, "", "Error: store \"nope\" does not exist (use 'mnemon store create nope' first)\n")
+    assert cli.call(["hook", "remind", "--host", "nope"], env)[::2] == (1, (
+        "Error: argument --host: invalid choice: 'nope' (choose from 'claude-code', 'codex', 'cursor', 'openclaw', "
+        "'pi', 'hermes', 'opencode')\n"))
+    assert (sys.stdout, sys.stderr, sys.stdin) == streams
+    engine = ast.parse((ROOT / "mnemon_core" / "engine.py").read_text(encoding="utf-8"))
+    assigned = [ast.unparse(t) for n in ast.walk(engine) if isinstance(n, (ast.Assign, ast.AugAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    assert not [t for t in assigned if t.startswith("sys.")]

@@ -209,3 +209,15 @@ def test_split_text_falls_back_to_characters():
     pieces = split_text("y" * 1000, 50, estimate_tokens)
     assert "".join(pieces) == "y" * 1000
     assert all(estimate_tokens(p) <= 50 for p in pieces)
+
+
+def test_the_readers_table_is_the_one_list() -> None:
+    """The formats errors list and the JSON dispatch come from one table of readers (name, what it is,
+    detect, read); a list of LangChain messages that are also {role, content} items is LangChain's."""
+    from mnemon_extractor import readers
+
+    assert list(readers.FORMATS) == [r.name for r in readers.READERS] == [
+        "markdown", "chatgpt", "claude", "messages", "langchain"]
+    both = [{"role": "user", "content": "hi", "type": "human", "data": {"content": "hi"}}]
+    assert readers.read_json_data(both, "t", "p")[0] == "langchain"
+    assert readers.read_json_data({"messages": [{"role": "user", "content": "hi"}]}, "t", "p")[0] == "messages"

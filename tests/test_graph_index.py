@@ -1,6 +1,7 @@
-"""The graph index file (`store/gindex.py`) and the recall memo that starts from it (`recall/graph.py`): its
-answers are the store's, with any delta of writes since the file, after a kill -9 during a fold, with another
-process writing; a damaged, torn or foreign file is detected, never believed, and rebuilt by the next writer."""
+"""The graph index file (`graph/index.py`, written by `graph/fold.py`) and the memo that starts from it
+(`graph/memo.py`): its answers are the store's, with any delta of writes since the file, after a kill -9 during a
+fold, with another process writing; a damaged, torn, foreign or differently coded file is detected, never
+believed, and rebuilt by the next writer."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ from hypothesis import strategies as st
 from conftest import ROOT, run_cli
 from mnemon_core import Memory
 from mnemon_core.models import Edge, Insight, Intent
-from mnemon_core.recall.graph import GraphView
+from mnemon_core.graph import GraphView, fold, fold_index, index_file, index_state
 from mnemon_core.recall.pipeline import smart_recall
-from mnemon_core.store import NO_FILTERS, gindex
+from mnemon_core.store import NO_FILTERS
+from mnemon_core.store.mapfile import Rejected
 from mnemon_core.store.sqlite import SQLiteStore
 from mnemon_core.text import tokens_of
 
@@ -116,7 +118,7 @@ _OPEN: list[SQLiteStore] = []  # the memo holds its store weakly: keep the store
 
 def _without_index(path: Path) -> SQLiteStore:
     s = SQLiteStore(path)
-    s.graph_index = lambda: None  # type: ignore[method-assign]  # the memo reads everything from the store
+    s.graph_place = lambda: None  # type: ignore[method-assign]  # the memo reads everything from the store
     _OPEN.append(s)
     return s
 
@@ -129,13 +131,13 @@ def _plain(path: Path) -> GraphView:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32), n=st.integers(1, 40), later=st.integers(0, 12), deletes=st.integers(0, 4))
 def test_the_index_answers_as_the_store_does(tmp_path_factory, monkeypatch, seed, n, later, deletes) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     rng = random.Random(seed)
     path = tmp_path_factory.mktemp("gx") / "mnemon.db"
     store = SQLiteStore(path)
     ids = _fill(store, rng, n, 3 * n)
     store.soft_delete(rng.sample(ids, min(deletes, len(ids) // 3)), "2026-02-01T00:00:00Z")
-    assert store.maintain_graph_index(force=True) > 0
+    assert fold_index(store, force=True) > 0
     view = GraphView(store)
     assert _answers(view) == _answers(_plain(path))
     assert view.index_file is not None
@@ -163,41 +165,67 @@ def _store_of(tmp_path: Path, n: int = 60, seed: int = 3) -> tuple[Path, SQLiteS
     (lambda b: b[:30] + b"!" + b[31:], "header checksum"),
 ])
 def test_a_damaged_file_is_never_believed_and_is_rebuilt(tmp_path: Path, monkeypatch, damage, reason) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     path, store = _store_of(tmp_path)
-    assert store.maintain_graph_index() > 0
+    assert fold_index(store) > 0
     expect = _answers(_plain(path))
-    f = gindex.path_for(path)
+    f = path.with_name(path.name + ".gidx")
     f.write_bytes(damage(f.read_bytes()))
     reader = SQLiteStore(path)
-    assert reader.graph_index() is None
-    state = reader.graph_index_state()
-    assert isinstance(state, gindex.Rejected) and reason in state.reason
+    assert index_file(reader) is None
+    state = index_state(reader)
+    assert isinstance(state, Rejected) and reason in state.reason
     view = GraphView(reader)
     assert _answers(view) == expect and view.index_file is None
-    assert reader.maintain_graph_index() > 0  # the next writer writes it anew
-    assert reader.graph_index() is not None
+    assert fold_index(reader) > 0  # the next writer writes it anew
+    assert index_file(reader) is not None
     assert _answers(GraphView(reader)) == expect
 
 
 def test_a_file_of_another_store_is_not_used(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     pa, sa = _store_of(tmp_path / "a", seed=1)
     pb, sb = _store_of(tmp_path / "b", seed=1)  # the same rows, the same counter
-    assert sa.maintain_graph_index() > 0
-    shutil.copy(gindex.path_for(pa), gindex.path_for(pb))
-    assert sb.graph_index() is None and "another store" in sb.graph_index_state().reason
+    assert fold_index(sa) > 0
+    shutil.copy(pa.with_name(pa.name + ".gidx"), pb.with_name(pb.name + ".gidx"))
+    assert index_file(sb) is None and "another store" in index_state(sb).reason
+
+
+def test_a_file_coded_with_other_edge_types_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
+    """The header names the edge types whose positions the codes are: a file of a release whose list differs (a
+    type added that does not sort last would shift every code after it) is rejected, never read with the wrong
+    codes, and the next writer writes it anew; so is a file of the format before the names were recorded."""
+    from mnemon_core.graph import index
+    from mnemon_core.store import mapfile
+
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
+    path, store = _store_of(tmp_path)
+    expect = _answers(_plain(path))
+    with monkeypatch.context() as m:
+        m.setattr(index, "EDGE_TYPES", ("causal", "contradicts", "entity", "semantic", "supersedes", "temporal"))
+        assert fold_index(store) > 0
+    reader = SQLiteStore(path)
+    assert index_file(reader) is None
+    assert "edge types" in index_state(reader).reason and "contradicts" in index_state(reader).reason
+    assert _answers(GraphView(reader)) == expect
+    assert fold_index(reader) > 0 and index_file(reader) is not None
+    assert index_file(reader).header["edge_types"] == list(index.EDGE_TYPES)
+    assert _answers(GraphView(reader)) == expect
+    f = path.with_name(path.name + ".gidx")
+    mapfile.write(f, {**index_file(reader).header, "format": 2}, {}, index.MAGIC)
+    older = SQLiteStore(path)
+    assert index_file(older) is None and "format 2 (this release reads 3)" in index_state(older).reason
 
 
 _FOLDER = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from mnemon_core.store import gindex
+from mnemon_core.graph import fold
 from mnemon_core.store.sqlite import SQLiteStore
 from mnemon_core.models import Edge
-gindex.MIN_ROWS = 1
+fold.MIN_ROWS = 1
 store = SQLiteStore({db!r})
 ids = [r.id for r in store.index_rows()]
 real_fsync = os.fsync
@@ -208,17 +236,17 @@ def slow_fsync(fd):
 os.fsync = slow_fsync
 store.upsert_edge(Edge(source_id=ids[0], target_id=ids[1], edge_type="causal", weight=0.3,
                        created_at="2026-03-01T00:00:00Z"))
-store.maintain_graph_index(force=True)
+fold.fold_index(store, force=True)
 """
 
 
 def test_kill_9_during_a_fold_leaves_the_old_file_or_none(tmp_path: Path, monkeypatch) -> None:
     """A writer killed after writing its temporary file and before the rename: readers keep the old file with
     the delta; the next fold removes the leftover."""
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     path, store = _store_of(tmp_path)
-    assert store.maintain_graph_index() > 0
-    old = store.graph_index()
+    assert fold_index(store) > 0
+    old = index_file(store)
     proc = subprocess.Popen([sys.executable, "-c", _FOLDER.format(root=str(ROOT), db=str(path))],
                             stdout=subprocess.PIPE, text=True)
     try:
@@ -229,12 +257,12 @@ def test_kill_9_during_a_fold_leaves_the_old_file_or_none(tmp_path: Path, monkey
     leftovers = list(tmp_path.glob("mnemon.db.gidx.tmp-*"))
     assert leftovers
     reader = SQLiteStore(path)
-    gx = reader.graph_index()
+    gx = index_file(reader)
     assert gx is not None and gx.counter == old.counter  # the old file, whole
     view = GraphView(reader)
     assert _answers(view) == _answers(_plain(path))
     assert len(view._delta) == 2  # the edge the killed process committed before its fold
-    assert reader.maintain_graph_index(force=True) > 0
+    assert fold_index(reader, force=True) > 0
     assert not list(tmp_path.glob("mnemon.db.gidx.tmp-*"))
 
 
@@ -242,8 +270,8 @@ _WRITER = """
 import sys
 sys.path.insert(0, {root!r})
 from mnemon_core import Memory
-from mnemon_core.store import gindex
-gindex.MIN_ROWS, gindex.FOLD_MIN, gindex.FOLD_SHARE = 1, 40, 0.0
+from mnemon_core.graph import fold
+fold.MIN_ROWS, fold.FOLD_MIN, fold.FOLD_SHARE = 1, 40, 0.0
 mem = Memory(data_dir={data!r}, embedder="none")
 for i in range(40):
     mem.remember(f"redis cache latency note {{i}} from the other process", source="alice", no_diff=True)
@@ -256,15 +284,15 @@ print("done", flush=True)
 def test_another_process_writing(tmp_path: Path, monkeypatch) -> None:
     """A long-lived reader recalls while another process remembers, forgets and folds: every answer after the
     writer finishes is the store's, and the reader follows the new files."""
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     data = tmp_path / "d"
     mem = Memory(data_dir=data, embedder="none")
     mem.import_draft({"schema_version": "1", "insights": [
         {"content": f"{' '.join(random.Random(i).choices(VOCAB, k=4))} item {i}", "source": random.Random(i).choice(SOURCES)}
         for i in range(80)]})
     store = mem.store
-    assert store.graph_index() is not None
-    first = store.graph_index()
+    assert index_file(store) is not None
+    first = index_file(store)
     proc = subprocess.Popen([sys.executable, "-c", _WRITER.format(root=str(ROOT), data=str(data))],
                             stdout=subprocess.PIPE, text=True, env={**os.environ, "MNEMON_DAEMON": "off"})
     view = GraphView(store)
@@ -282,7 +310,7 @@ def _big_store(tmp_path: Path) -> Path:
     rng = random.Random(5)
     items = [{"content": f"{' '.join(rng.choices(VOCAB, k=5))} {rng.choice(ENTITIES)} item {i}",
               "source": rng.choice(SOURCES), "created_at": f"2026-01-{1 + i % 28:02d}T00:{i % 60:02d}:00Z"}
-             for i in range(gindex.MIN_ROWS)]
+             for i in range(fold.MIN_ROWS)]
     (tmp_path / "draft.json").write_text(json.dumps({"schema_version": "1", "insights": items}))
     r = run_cli("import", str(tmp_path / "draft.json"), env={"MNEMON_DATA_DIR": str(data), "MNEMON_DAEMON": "off"})
     assert r.code == 0, r.err
@@ -293,7 +321,7 @@ def test_cli_status_readonly_and_a_damaged_file(tmp_path: Path) -> None:
     data = _big_store(tmp_path)
     env = {"MNEMON_DATA_DIR": str(data), "MNEMON_DAEMON": "off", "MNEMON_EMBEDDER": "none"}
     st_ = run_cli("status", env=env).json()["graph_index"]
-    assert (st_["state"], st_["nodes"], st_["behind"]) == ("mapped", gindex.MIN_ROWS, 0)
+    assert (st_["state"], st_["nodes"], st_["behind"]) == ("mapped", fold.MIN_ROWS, 0)
     assert st_["path"].endswith("mnemon.db.gidx") and st_["age_s"] >= 0 and st_["bytes"] > 0
     query = ["recall", "redis cache Kafka", "--verbose"]
     with_index = run_cli("--readonly", *query, env=env)
@@ -329,12 +357,12 @@ def test_readonly_in_a_directory_nobody_may_write(tmp_path: Path) -> None:
        query=st.lists(st.sampled_from(VOCAB + ["zz"]), min_size=0, max_size=5), limit=st.integers(1, 6))
 def test_token_tops_from_the_index_are_the_stores(tmp_path_factory, monkeypatch, seed, n, later, query, limit) -> None:
     """What `remember` ranks before it writes (diff label, token candidates), from the file and its delta."""
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     rng = random.Random(seed)
     path = tmp_path_factory.mktemp("tt") / "mnemon.db"
     store = SQLiteStore(path)
     ids = _fill(store, rng, n, n)
-    store.maintain_graph_index(force=True)
+    fold_index(store, force=True)
     ids += _fill(store, rng, later, later)
     store.soft_delete(rng.sample(ids, min(1, len(ids) // 5)), "2026-02-01T00:00:00Z")
     got = GraphView(store).token_tops(frozenset(query), limit)
@@ -350,13 +378,13 @@ def test_recall_through_the_index_is_the_stores_on_both_backends(mem, store_back
     writes it, and remembers, forgets and links after it (the delta)."""
     if store_backend in ("kuzu", "redis", "falkordb"):
         pytest.skip("Kùzu, Redis and FalkorDB keep no graph index file (test_store_contract)")
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     rng = random.Random(11)
     mem.import_draft({"schema_version": "1", "insights": [
         {"content": f"{' '.join(rng.choices(VOCAB, k=4))} {rng.choice(ENTITIES)} item {i}",
          "source": rng.choice(SOURCES), "created_at": f"2026-01-{1 + i % 28:02d}T00:00:00Z"} for i in range(60)]})
     store = mem.store
-    gx = store.graph_index()
+    gx = index_file(store)
     assert gx is not None and gx.n == 60
     ids = [r.id for r in store.index_rows()]
     for i in range(6):
@@ -364,9 +392,9 @@ def test_recall_through_the_index_is_the_stores_on_both_backends(mem, store_back
     mem.forget(ids[3])
     mem.link(ids[5], ids[7], type="supersedes")
     mem.link(ids[8], ids[9], type="causal", weight=0.4)
-    assert store.graph_index() is gx  # the delta is small: no fold yet
+    assert index_file(store) is gx  # the delta is small: no fold yet
     plain = Memory(settings=mem.settings)
-    plain.store.graph_index = lambda: None
+    plain.store.graph_place = lambda: None
     view = GraphView(store)
     assert _answers(view) == _answers(GraphView(plain.store))
     assert view.index_file is gx and len(view._delta) > 6
@@ -378,20 +406,20 @@ def test_clients_of_one_postgres_store_keep_their_own_files(pg_url, pg_store_nam
     """Two clients (two data dirs: two machines of a fleet) writing one Postgres store in turn: each keeps its
     own file and folds it only when its delta is large. A fold once moved the shared log's floor to its own
     counter, so the other client's file fell below it and was written anew at its next write, every write."""
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     a, b = (Memory(data_dir=tmp_path / k, database_url=pg_url, store=pg_store_name, embedder="none") for k in "ab")
     a.import_draft({"schema_version": "1", "insights": [
         {"content": f"{VOCAB[i % len(VOCAB)]} note {i} about {ENTITIES[i % len(ENTITIES)]}"} for i in range(40)]})
     for m in (a, b):
         m.remember(f"first write through {m.settings.data_dir.name}")
-    files = [m.store.graph_index() for m in (a, b)]
+    files = [index_file(m.store) for m in (a, b)]
     assert all(f is not None for f in files) and files[0].path != files[1].path
     stat = [os.stat(f.path).st_mtime_ns for f in files]
     for i in range(4):
         for m in (a, b):
             m.remember(f"write {i} through {m.settings.data_dir.name}")
-            assert m.store.maintain_graph_index() == 0
+            assert fold_index(m.store) == 0
     assert [os.stat(f.path).st_mtime_ns for f in files] == stat
-    assert all(m.store.graph_index() is f for m, f in zip((a, b), files))
+    assert all(index_file(m.store) is f for m, f in zip((a, b), files))
     for m in (a, b):
         m.close()

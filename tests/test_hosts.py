@@ -551,3 +551,17 @@ def test_path_advice(host, tmp_path: Path) -> None:
     assert check.path_advice(cli) == f"PATH      mnemon on PATH is this installation ({cli[0]})"
     python = [sys.executable, "-m", "mnemon_core"]  # no entry point: nothing to add to PATH
     assert check.path_advice(python).endswith("so the agent's commands work as written")
+
+
+def test_the_host_registry_is_the_one_list() -> None:
+    """Setup's targets, `mnemon hook --host`'s choices and the hook envelopes all come from `hosts.REGISTRY`:
+    each row's module installs the host of that name, and a host offers exactly the hook phases it has an
+    envelope for."""
+    from mnemon_core.hosts import HOSTS, PHASES, REGISTRY, hooks
+
+    assert list(setup.TARGETS) == list(REGISTRY) and all(t.name == n for n, t in setup.TARGETS.items())
+    assert HOSTS == tuple(n for n, (_, envelopes) in REGISTRY.items() if envelopes) and "nanobot" not in HOSTS
+    for name, (_, envelopes) in REGISTRY.items():
+        assert set(envelopes) <= set(PHASES) and hooks.phases_of(name) == list(envelopes)
+    with pytest.raises(ValidationError, match=r"^cursor has no remind hook; its hooks: prime, nudge, compact$"):
+        hooks.run("remind", "cursor", None, lambda: (0, 0, Path()), Path, [], lambda: 5)

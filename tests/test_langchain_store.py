@@ -14,7 +14,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, Item, PutOp, Sear
 from langchain_mnemon import MnemonStore
 from langchain_mnemon.store import key_token
 from mnemon_core import Memory
-from mnemon_core.stores import list_stores
+from mnemon_core import StoreCatalog
 
 NS = ("memories", "user-1")
 
@@ -60,7 +60,7 @@ def test_put_get_text_and_json_values(store: MnemonStore, data_dir: Path) -> Non
     assert store.get(NS, "padded").value == {"content": " spaces kept "}
     assert store.get(NS, "missing") is None
     # Each item is one insight in the namespace's own mnemon store; the plain text is the insight itself.
-    assert list_stores(data_dir) == ["langgraph-memories-user_2d_1"]
+    assert StoreCatalog(data_dir).names() == ["langgraph-memories-user_2d_1"]
     assert insights_of(data_dir, "langgraph-memories-user_2d_1") == (3, 0)
     with Memory(data_dir=data_dir, store="langgraph-memories-user_2d_1") as m:
         (hit,) = m.search("ramen")
@@ -73,7 +73,7 @@ def test_reads_do_not_create_stores(store: MnemonStore, data_dir: Path) -> None:
     assert store.search(("nobody",)) == []
     assert store.list_namespaces() == []
     store.delete(("nobody",), "k")
-    assert list_stores(data_dir) == []
+    assert StoreCatalog(data_dir).names() == []
 
 
 def test_put_again_replaces_and_delete_forgets(store: MnemonStore, data_dir: Path) -> None:
@@ -112,7 +112,7 @@ def test_namespaces_are_isolated(store: MnemonStore, data_dir: Path) -> None:
     assert store.get(("memories", "u1"), "pet").value == {"content": "Has a cat named Miso"}
     assert store.get(("memories", "u2"), "pet").value == {"content": "Has a dog named Rex"}
     assert [i.value["content"] for i in store.search(("memories", "u1"), query="named")] == ["Has a cat named Miso"]
-    assert list_stores(data_dir) == ["langgraph-memories-u1", "langgraph-memories-u2"]
+    assert StoreCatalog(data_dir).names() == ["langgraph-memories-u1", "langgraph-memories-u2"]
 
 
 def test_search_with_a_query_is_recall(store: MnemonStore, data_dir: Path) -> None:

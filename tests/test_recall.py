@@ -549,7 +549,7 @@ def test_the_recall_memo_is_released_with_its_store(data_dir):
     import gc
     import weakref
 
-    from mnemon_core.recall.graph import _views
+    from mnemon_core.graph.memo import _views
 
     mem = Memory()
     put(mem, "a", "alpha note", 0)

@@ -361,7 +361,7 @@ def test_asks_for_help(query: str, asks: bool) -> None:
 
 
 def test_a_stated_preference_answers_a_request(mem: Memory) -> None:
-    from mnemon_core.recall.graph import graph_view
+    from mnemon_core.graph import graph_view
     from mnemon_core.recall.prior import preference_factor
 
     put(mem, "pref", "I prefer step-by-step explanations of probability with cards", 1)
@@ -390,7 +390,7 @@ def test_a_person_named_like_no_role_keeps_their_score(mem: Memory) -> None:
 
     put(mem, "p", "I went camping by the lake", 1, source="Melanie")
     put(mem, "a", "Camping by the lake sounds lovely", 2, source="assistant")
-    from mnemon_core.recall.graph import graph_view
+    from mnemon_core.graph import graph_view
 
     view = graph_view(mem.store)
     with view.lock:

@@ -1,4 +1,4 @@
-"""The recall memo after this process's own writes (`recall/graph.py`, `store/journal.py`): it forgets only what
+"""The recall memo after this process's own writes (`graph/memo.py`, `store/journal.py`): it forgets only what
 the write touched, and answers exactly as a fresh process (empty memo) does on the same store."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnemon_core import Memory
-from mnemon_core.recall.graph import graph_view, tally
+from mnemon_core.graph import graph_view, tally
 from mnemon_core.store.journal import GraphJournal
 
 WORDS = ["redis", "cache", "deploy", "latency", "queue", "budget", "review", "schema", "agent", "graph"]

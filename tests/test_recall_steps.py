@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from mnemon_core.graph import Edges
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
 from mnemon_core.recall.anchors import Anchor, fuse, rrf, top_ranked, vector_ranking
@@ -16,7 +17,7 @@ from mnemon_core.recall.config import SPEC, RecallConfig, RerankWeights
 from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
 from mnemon_core.recall.rerank import Scored, top_arrays, why_order
 from mnemon_core.recall.results import confidence, excerpt, round_score
-from mnemon_core.recall.traverse import Edges, beam_search_arrays
+from mnemon_core.recall.traverse import beam_search_arrays
 from reference_engine import beam_search, graph_scores, rank, rerank
 
 # ---------------------------------------------------------------- RRF and anchors

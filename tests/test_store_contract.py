@@ -482,18 +482,19 @@ def test_a_backend_without_an_index_file_says_so(filled: Store, store_backend: s
     Edges calls."""
     if store_backend not in NO_INDEX_FILE:
         pytest.skip("this backend keeps an index file (test_graph_index_reads)")
-    from mnemon_core.store import gindex
+    from mnemon_core.graph import fold, fold_index, index_file, index_state
 
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
-    assert filled.maintain_graph_index(force=True) == 0
-    assert filled.graph_index() is None and filled.graph_index_state() is None
-    assert filled.graph_changes_since(0, 1) is None
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
+    assert filled.graph_place() is None
+    assert fold_index(filled, force=True) == 0
+    assert index_file(filled) is None and index_state(filled) is None
 
 
 def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The change log names what each commit touched (any process); the index file (beside the database, or
-    beside a Postgres client) is built from `index_rows` and the edges, and written anew when behind."""
-    from mnemon_core.store import gindex
+    beside a Postgres client) is built from a snapshot of `index_rows` and the edges, and written anew when
+    behind; the log is cut after it (the floor only rises)."""
+    from mnemon_core.graph import fold, fold_index, index_file, index_state
 
     if store_backend in NO_INDEX_FILE:
         pytest.skip("no graph index file here (test_a_backend_without_an_index_file_says_so)")
@@ -511,24 +512,42 @@ def test_graph_index_reads(filled: Store, store_backend: str, monkeypatch: pytes
     assert s.graph_changes_since(before[0], after[0]) == {"b", "c", "d"}
     assert s.graph_changes_since(after[0], after[0]) == set()
     assert s.graph_changes_since(after[0], before[0]) is None  # backwards: nothing can say
-    assert s.graph_index() is None and s.graph_index_state() is None
-    monkeypatch.setattr(gindex, "MIN_ROWS", 100)
-    assert s.maintain_graph_index() == 0  # four insights: no file
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
-    assert s.maintain_graph_index() > 0
-    gx = s.graph_index()
-    assert gx is not None and s.graph_index_state() is gx
+    assert s.store_uid() is not None and not s.in_transaction() and not s.graph_writes_pending()
+    behind = s.graph_log_since(before[0])  # an insight touched twice may count twice: an upper bound
+    assert s.graph_log_counter(after[0], 0) == after[0] and s.graph_log_counter(after[0], 10**6) is None
+    assert behind.rows >= 3 and (behind.unknown, behind.floor) == (False, 0) and s.graph_log_since(after[0]).rows == 0
+    with s.graph_snapshot() as snap:
+        assert snap.counter == after[0] and snap.rows == s.index_rows()
+        assert sorted(e[:4] for e in snap.edges) == sorted(
+            (e.source_id, e.target_id, str(e.edge_type), e.weight) for e in s.iter_edges())
+    assert index_file(s) is None and index_state(s) is None
+    monkeypatch.setattr(fold, "MIN_ROWS", 100)
+    assert fold_index(s) == 0  # four insights: no file
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
+    s.vector_matrix("m4", 4)  # held by this process: its vector matrix file is written with the graph's
+    assert s.vector_files_missing(1) is (store_backend != "milvus")  # Milvus's vectors are not the store's
+    assert fold_index(s) > 0
+    assert not s.vector_files_missing(1)
+    gx = index_file(s)
+    assert gx is not None and index_state(s) is gx
     assert (gx.n, gx.counter, [i.decode() for i in gx.ids]) == (4, after[0], ["a", "b", "c", "d"])
-    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) == 0  # not behind
+    assert fold_index(s) == 0 and fold_index(s, force=True) == 0  # not behind
     s.upsert_edge(edge("a", "d", "semantic", 0.6))
     assert s.graph_changes_since(gx.counter, s.graph_version()[0]) == {"a", "d"}
-    assert s.maintain_graph_index() == 0 and s.maintain_graph_index(force=True) > 0
-    assert s.graph_index() is not gx and s.graph_index().counter == s.graph_version()[0]
+    assert fold_index(s) == 0 and fold_index(s, force=True) > 0
+    assert index_file(s) is not gx and index_file(s).counter == s.graph_version()[0]
     since_old = s.graph_changes_since(gx.counter, s.graph_version()[0])
     if store_backend == "postgres":  # each client keeps its own file: the log stays for the others' (fold_rows)
         assert since_old == {"a", "d"}
     else:
         assert since_old is None  # one file for every process: the log was folded past it
+    floor = s.graph_log_since(0).floor
+    s.cut_graph_log(floor - 1)  # an older fold's cut never lowers the floor
+    assert s.graph_log_since(0).floor == floor
+    s.write_vector_files(1, missing_only=True)  # none missing: nothing written
+    with s.transaction():
+        s.upsert_edge(edge("b", "d", "semantic", 0.1))
+        assert s.in_transaction() and s.graph_writes_pending() and index_file(s) is None
 
 
 # ---------------------------------------------------------------------------------------------- oplog, dump
@@ -864,7 +883,7 @@ def test_this_file_calls_every_protocol_method() -> None:
     source = Path(__file__).read_text(encoding="utf-8")
     called = set(re.findall(r"\.(\w+)\(", source))
     declared = protocol_methods(Store) | protocol_methods(base.BulkLoad) | protocol_methods(base.Catalog)
-    declared |= protocol_methods(base.AnnSearch)
+    declared |= protocol_methods(base.AnnSearch) | protocol_methods(base.GraphLog)
     assert declared - called == set()
 
 
@@ -872,7 +891,8 @@ def test_this_file_calls_every_protocol_method() -> None:
                                          ("kuzu", "KuzuStore"), ("redis", "RedisStore"),
                                          ("falkordb", "FalkorStore")])
 def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> None:
-    """Every public method of a backend is one the protocols declare (`load` on the migration targets)."""
+    """Every public method of a backend is one the protocols declare (`load` on the migration targets, the
+    `GraphLog` calls on the backends that keep a graph index file)."""
     import importlib
 
     if module in ("kuzu", "redis", "falkordb"):
@@ -881,6 +901,9 @@ def test_backends_implement_the_protocols_and_no_more(module: str, cls: str) -> 
     store_cls = getattr(importlib.import_module(f"mnemon_core.store.{module}"), cls)
     public = {n for n, v in inspect.getmembers(store_cls, inspect.isfunction) if not n.startswith("_")}
     declared = protocol_methods(Store) | protocol_methods(base.BulkLoad)
+    if module in ("sqlite", "postgres"):
+        declared |= protocol_methods(base.GraphLog)
+        assert protocol_methods(base.GraphLog) <= public
     assert protocol_methods(Store) <= public
     assert public - declared == set()
 

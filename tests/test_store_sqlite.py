@@ -248,3 +248,20 @@ def test_an_open_locked_past_the_busy_timeout_fails_in_one_line(tmp_path, monkey
     with pytest.raises(StoreError) as caught:
         SQLiteStore(tmp_path / "m.db")
     assert str(caught.value) == f"cannot open database {tmp_path / 'm.db'}: database is locked"
+
+
+def test_the_edges_check_is_the_edge_type_enum(tmp_path) -> None:
+    """The edges table accepts exactly the `EdgeType` list (its CHECK is generated from the enum): every type
+    is stored, any other name is refused by the database itself."""
+    from mnemon_core.models import EdgeType
+
+    s = SQLiteStore(tmp_path / "m.db")
+    for i in ("a", "b"):
+        s.insert_insight(Insight(id=i, content=i, created_at="2026-01-01T00:00:00Z", updated_at="2026-01-01T00:00:00Z"),
+                         frozenset())
+    for t in EdgeType:
+        s.upsert_edge(Edge(source_id="a", target_id="b", edge_type=t, weight=0.5, created_at="2026-01-01T00:00:00Z"))
+    assert sorted(str(e.edge_type) for e in s.iter_edges()) == sorted(str(t) for t in EdgeType)
+    with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+        s.db.execute("INSERT INTO edges (source_id, target_id, edge_type, created_at) VALUES ('a', 'b', 'narrative', 'x')")
+    s.close()

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mnemon_core.graph import fold, fold_index
 from mnemon_core.models import Insight
-from mnemon_core.store import gindex, vecfile
+from mnemon_core.store import vecfile
+from mnemon_core.store.mapfile import Rejected
 from mnemon_core.store.sqlite import SQLiteStore
 from mnemon_core.store.vectors import VectorCache
 
@@ -61,7 +63,7 @@ def _store_with_file(tmp_path: Path, n: int = 30, seed: int = 1) -> tuple[Path, 
     path = tmp_path / "mnemon.db"
     store = SQLiteStore(path)
     ids = _fill(store, random.Random(seed), n, first=True)
-    assert store.maintain_graph_index() > 0
+    assert fold_index(store) > 0
     got = vecfile.load(vecfile.path_for(path, MODEL, DIM), MODEL, DIM, uid=store._meta("store_uid"),
                        counter=store._meta("vec_seq"))
     assert isinstance(got, VectorCache) and got.snapshot()[0]
@@ -73,7 +75,7 @@ def _store_with_file(tmp_path: Path, n: int = 30, seed: int = 1) -> tuple[Path, 
        revectors=st.integers(0, 4))
 def test_a_cache_from_the_file_holds_the_stores_vectors(tmp_path_factory, monkeypatch, seed, n, later, deletes,
                                                        revectors) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     path, store, ids = _store_with_file(tmp_path_factory.mktemp("v"), n, seed)
     rng = random.Random(seed + 1)
     ids += _fill(store, rng, later)  # after the file: the reader reads these from the store
@@ -101,17 +103,17 @@ def test_a_cache_from_the_file_holds_the_stores_vectors(tmp_path_factory, monkey
     (lambda b: b"XXXXXXXX" + b[8:], "bad magic"),
 ])
 def test_a_damaged_file_is_never_used(tmp_path: Path, monkeypatch, damage, reason) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     path, store, _ = _store_with_file(tmp_path)
     f = vecfile.path_for(path, MODEL, DIM)
     f.write_bytes(damage(f.read_bytes()))
     got = vecfile.load(f, MODEL, DIM, uid=store._meta("store_uid"), counter=store._meta("vec_seq"))
-    assert isinstance(got, gindex.Rejected) and reason in got.reason
+    assert isinstance(got, Rejected) and reason in got.reason
     assert _held(SQLiteStore(path)) == _from_store(path)
 
 
 def test_a_file_of_another_store_or_ahead_of_it_is_not_used(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     pa, sa, _ = _store_with_file(tmp_path / "a", seed=2)
@@ -121,10 +123,10 @@ def test_a_file_of_another_store_or_ahead_of_it_is_not_used(tmp_path: Path, monk
     sb = SQLiteStore(pb)
     got = vecfile.load(vecfile.path_for(pb, MODEL, DIM), MODEL, DIM, uid=sb._meta("store_uid"),
                        counter=sb._meta("vec_seq"))
-    assert isinstance(got, gindex.Rejected) and "another store" in got.reason
+    assert isinstance(got, Rejected) and "another store" in got.reason
     assert _held(sb) == _from_store(pb)
     ahead = vecfile.load(vecfile.path_for(pa, MODEL, DIM), MODEL, DIM, uid=sa._meta("store_uid"), counter=0)
-    assert isinstance(ahead, gindex.Rejected) and "ahead" in ahead.reason
+    assert isinstance(ahead, Rejected) and "ahead" in ahead.reason
 
 
 @pytest.mark.integration
@@ -134,12 +136,12 @@ def test_a_postgres_client_maps_its_own_file(pg_url, pg_store_name, tmp_path: Pa
     holds exactly the vectors a cache read from the database holds."""
     from mnemon_core.store.postgres import PostgresStore
 
-    monkeypatch.setattr(gindex, "MIN_ROWS", 1)
+    monkeypatch.setattr(fold, "MIN_ROWS", 1)
     writer = PostgresStore(pg_url, store=pg_store_name, index_dir=tmp_path)
     rng = random.Random(3)
     _fill(writer, rng, 30, first=True)
-    assert writer.maintain_graph_index() > 0
-    path = vecfile.path_for(writer._gindex.path, MODEL, DIM)
+    assert fold_index(writer) > 0
+    path = vecfile.path_for(writer.graph_place().path, MODEL, DIM)
     assert path.exists()
     _fill(writer, rng, 5)  # after the file
     read: list[int] = []

@@ -13,11 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mnemon_core.models import Category
+from mnemon_core.models import Category, EdgeType
 
 # ---------------------------------------------------------------- extraction (spec 003, reference prompt)
 
-EXTRACTION_EDGE_TYPES = ("causal", "semantic", "temporal", "entity")
+# The edge types the model may propose, from the engine's closed list, in the order its schema lists them.
+EXTRACTION_EDGE_TYPES = tuple(t.value for t in (EdgeType.causal, EdgeType.semantic, EdgeType.temporal, EdgeType.entity))
 
 # A worked example closes the prompt: a small model follows an example more than rules. A model that copies
 # it has extracted nothing: `worth.copied` drops its insights, and its times are not trusted as created_at.
@@ -127,7 +128,7 @@ class ExtractedEdge(BaseModel):
 
     source_index: int = Field(description="index of an insight of this answer, or -k for an earlier one")
     target_index: int = Field(description="index of an insight of this answer, or -k; not source_index")
-    edge_type: Literal["causal", "semantic", "temporal", "entity"] = Field(description="kind of relation")
+    edge_type: Literal[EXTRACTION_EDGE_TYPES] = Field(description="kind of relation")  # type: ignore[valid-type]
     weight: float = Field(description="strength 0.0-1.0")
     reason: str = Field(description="why the relation holds, one sentence")
 
@@ -156,7 +157,8 @@ def extraction_messages(chunk_text: str, header: str, earlier: list[str]) -> lis
 
 # ---------------------------------------------------------------- link judge
 
-JUDGE_EDGE_TYPES = ("semantic", "causal", "supersedes")
+# The link types the judge may choose (the rest the engine builds itself), in the order its schema lists them.
+JUDGE_EDGE_TYPES = tuple(t.value for t in (EdgeType.semantic, EdgeType.causal, EdgeType.supersedes))
 CAUSAL_SUB_TYPES = ("causes", "enables", "prevents")
 
 JUDGE_SYSTEM = """\
@@ -188,8 +190,9 @@ class JudgeDecision(BaseModel):
     ref: str = Field(description='the pair\'s ref, exactly as given (e.g. "p1")')
     reason: str = Field(description="one short sentence naming something from each memory and how they connect")
     link: bool = Field(description="true to link, false to decline")
-    edge_type: Literal["semantic", "causal", "supersedes"] = Field(description="kind of link")
-    sub_type: Literal["causes", "enables", "prevents"] | None = Field(description="for causal links, else null")
+    edge_type: Literal[JUDGE_EDGE_TYPES] = Field(description="kind of link")  # type: ignore[valid-type]
+    sub_type: Literal[CAUSAL_SUB_TYPES] | None = Field(  # type: ignore[valid-type]
+        description="for causal links, else null")
     direction: Literal["new_to_candidate", "candidate_to_new"] = Field(description="which memory is the source")
     weight: float = Field(description="strength 0.0-1.0")
 

@@ -18,21 +18,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mnemon_core.timeutil import iso
 
 from .errors import UnknownFormatError
 
-FORMATS = {
-    "markdown": "Markdown / plain-text transcripts (.md, .txt)",
-    "chatgpt": "ChatGPT conversations.json",
-    "claude": "Claude conversations.json",
-    "messages": "JSON or JSONL lists of {role, content, timestamp?}",
-    "langchain": "LangChain message lists (messages_to_dict or dumpd)",
-}
-FORMAT_LIST = "; ".join(FORMATS.values())
 TEXT_SUFFIXES = {".md", ".markdown", ".txt", ".text", ".log", ""}
 
 ROLE_ALIASES = {
@@ -330,13 +323,54 @@ def generic_message(item: dict[str, Any]) -> Message | None:
     return Message(role=role, content=text, timestamp=to_rfc3339(ts))
 
 
-def read_message_list(items: list[Any], title: str, path: str) -> tuple[str, list[Conversation]]:
-    if items and all(is_langchain_item(x) for x in items):
-        msgs = [langchain_message(x) for x in items]
-        return "langchain", [Conversation(title=title, messages=[m for m in msgs if m])]
-    if items and all(is_message_item(x) for x in items):
-        msgs = [generic_message(x) for x in items]
-        return "messages", [Conversation(title=title, messages=[m for m in msgs if m])]
+def _conversation(read: Callable[[dict[str, Any]], Message | None]) -> Callable[[list[Any], str], list[Conversation]]:
+    """A reader of a list of messages: one conversation of those it can read."""
+    def conversation(items: list[Any], title: str) -> list[Conversation]:
+        msgs = [read(x) for x in items]
+        return [Conversation(title=title, messages=[m for m in msgs if m])]
+
+    return conversation
+
+
+# ---------------------------------------------------------------- the formats
+
+
+class Reader(NamedTuple):
+    """One export format: its name, what it is (as errors list it), whether a JSON list is one (None: the
+    text fallback), and how to read that list (and the file's title) into conversations."""
+
+    name: str
+    about: str
+    detect: Callable[[list[Any]], bool] | None
+    read: Callable[[list[Any], str], list[Conversation]] | None
+    conversations: bool = False  # the list holds whole conversations (else the messages of one)
+
+
+def _all(item_is: Callable[[Any], bool]) -> Callable[[list[Any]], bool]:
+    return lambda items: bool(items) and all(item_is(x) for x in items)
+
+
+# In the order errors list them, and asked in this order (the markdown reader is the fallback for text).
+READERS: tuple[Reader, ...] = (
+    Reader("markdown", "Markdown / plain-text transcripts (.md, .txt)", None, None),
+    Reader("chatgpt", "ChatGPT conversations.json", is_chatgpt, lambda d, _: read_chatgpt(d), True),
+    Reader("claude", "Claude conversations.json", is_claude, lambda d, _: read_claude(d), True),
+    # A list of LangChain messages that are also {role, content} items is LangChain's.
+    Reader("messages", "JSON or JSONL lists of {role, content, timestamp?}",
+           lambda d: _all(is_message_item)(d) and not _all(is_langchain_item)(d), _conversation(generic_message)),
+    Reader("langchain", "LangChain message lists (messages_to_dict or dumpd)", _all(is_langchain_item),
+           _conversation(langchain_message)),
+)
+FORMATS = {r.name: r.about for r in READERS}
+FORMAT_LIST = "; ".join(FORMATS.values())
+
+
+def read_list(items: list[Any], title: str, path: str, *, conversations: bool = True) -> tuple[str, list[Conversation]]:
+    """A JSON list by the first reader that takes it; `conversations=False`: only the message-list readers (a
+    `{"messages": [...]}` wrapper)."""
+    for r in READERS:
+        if r.detect is not None and r.read is not None and (conversations or not r.conversations) and r.detect(items):
+            return r.name, r.read(items, title)
     bad = next((x for x in items if not (is_message_item(x) or is_langchain_item(x))), None)
     raise UnknownFormatError(path, f"a JSON list whose items are not messages, e.g. {_peek(bad)}", FORMAT_LIST)
 
@@ -365,24 +399,17 @@ def parse_json_text(text: str) -> Any:
 
 
 def read_json_data(data: Any, title: str, path: str) -> tuple[str, list[Conversation]]:
-    if is_chatgpt(data):
-        return "chatgpt", read_chatgpt(data)
-    if is_claude(data):
-        return "claude", read_claude(data)
     if isinstance(data, dict):
         if isinstance(data.get("messages"), list):
-            return read_message_list(data["messages"], str(data.get("title") or title), path)
-        if "mapping" in data:
-            return "chatgpt", read_chatgpt([data])
-        if "chat_messages" in data:
-            return "claude", read_claude([data])
-        if is_message_item(data) or is_langchain_item(data):  # JSONL of one line
-            return read_message_list([data], title, path)
+            return read_list(data["messages"], str(data.get("title") or title), path, conversations=False)
+        # One conversation, or one message (JSONL of one line): a list of one.
+        if "mapping" in data or "chat_messages" in data or is_message_item(data) or is_langchain_item(data):
+            return read_list([data], title, path)
         raise UnknownFormatError(path, f"JSON holding {_peek(data)}", FORMAT_LIST)
     if isinstance(data, list):
         if not data:
             raise UnknownFormatError(path, "an empty JSON list", FORMAT_LIST)
-        return read_message_list(data, title, path)
+        return read_list(data, title, path)
     raise UnknownFormatError(path, f"a JSON {type(data).__name__}", FORMAT_LIST)
 
 

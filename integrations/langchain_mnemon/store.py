@@ -43,8 +43,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from mnemon_core import Insight, Memory, NotFoundError, Settings
-from mnemon_core.stores import list_stores
+from mnemon_core import Insight, Memory, NotFoundError, Settings, StoreCatalog
 
 from mnemon_core.faces import recall_hits
 
@@ -89,6 +88,7 @@ class MnemonStore(BaseStore):
             raise ValueError("MnemonStore keeps namespaces as SQLite stores under a data dir; "
                              "unset MNEMON_DATABASE_URL to use it")
         self.data_dir = settings.data_dir
+        self._stores = StoreCatalog(settings=settings)
         self.prefix = prefix
         self.embedder = embedder
         self.text_field = text_field
@@ -118,7 +118,7 @@ class MnemonStore(BaseStore):
         """(writable, read-only) memories of a namespace; None when it has no store and `create` is false."""
         name = self.store_name(namespace)
         if name not in self._open:
-            if not create and not Settings.resolve(data_dir=self.data_dir, store=name).db_path.exists():
+            if not create and not self._stores.exists(name):
                 return None
             kwargs: dict[str, Any] = {"data_dir": self.data_dir, "store": name}
             if self.embedder is not None:
@@ -129,7 +129,7 @@ class MnemonStore(BaseStore):
         return self._open[name]
 
     def _namespaces(self) -> list[tuple[str, ...]]:
-        found = (self.namespace_of(name) for name in list_stores(self.data_dir))
+        found = (self.namespace_of(name) for name in self._stores.names())
         return sorted(ns for ns in found if ns is not None)
 
     def close(self) -> None:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from ..config import make_private_dirs
 from ..errors import ValidationError
+from . import REGISTRY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,36 +87,6 @@ NEXT_PROMPT = frozenset({"hermes", "openclaw", "pi", "opencode"})
 _COMPACT_TEXT = {"claude-code": COMPACT, "cursor": COMPACT, "hermes": COMPACTED, "openclaw": COMPACTED,
                  "pi": COMPACTED, "opencode": COMPACT_SUMMARY}
 HERMES_COMPRESSION = "compression"  # the `aux_task` of Hermes's context-compression call
-
-
-def _part(t: str) -> dict[str, Any]:
-    return {"type": "text", "text": t, "synthetic": True}
-
-
-# (host, phase) -> how the text goes out; a pair not listed is a phase the host has no hook for.
-_ENVELOPES: dict[tuple[str, str], Callable[[str], Any]] = {
-    ("claude-code", "prime"): lambda t: t,
-    ("claude-code", "remind"): lambda t: t,
-    ("claude-code", "nudge"): lambda t: {"decision": "block", "reason": t},
-    ("claude-code", "compact"): lambda t: t,
-    ("codex", "prime"): lambda t: {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": t}},
-    ("codex", "remind"): lambda t: {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
-                                                            "additionalContext": t}},
-    ("codex", "nudge"): lambda t: {"continue": True, "systemMessage": t},
-    ("cursor", "prime"): lambda t: {"additional_context": t},
-    ("cursor", "nudge"): lambda t: {"followup_message": t},
-    ("cursor", "compact"): lambda t: {"user_message": t},
-    **{("hermes", p): (lambda t: {"context": t}) for p in ("prime", "remind", "nudge", "compact")},
-    ("openclaw", "prime"): lambda t: {"appendSystemContext": t},
-    **{("openclaw", p): (lambda t: {"prependContext": t}) for p in ("remind", "nudge", "compact")},
-    **{("pi", p): (lambda t: {"systemPrompt": t}) for p in ("prime", "remind", "nudge")},
-    ("pi", "compact"): lambda t: {"message": {"role": "custom", "customType": "mnemon", "content": t,
-                                              "display": False}},
-    ("opencode", "prime"): lambda t: {"system": t},
-    ("opencode", "remind"): lambda t: {"part": _part(t)},
-    ("opencode", "nudge"): lambda t: {"part": _part(t)},
-    ("opencode", "compact"): lambda t: {"context": t},
-}
 
 
 def read_payload(stream: IO[str] | None) -> dict[str, Any]:
@@ -265,7 +236,7 @@ def _hermes_compact(payload: dict[str, Any], data_dir: Callable[[], Path]) -> bo
 
 
 def phases_of(host: str) -> list[str]:
-    return [p for h, p in _ENVELOPES if h == host]
+    return list(REGISTRY[host][1]) if host in REGISTRY else []
 
 
 def run(phase: str, host: str, stdin: IO[str] | None, counts: Callable[[], tuple[int, int, Path]],
@@ -273,7 +244,7 @@ def run(phase: str, host: str, stdin: IO[str] | None, counts: Callable[[], tuple
     """What the hook prints (possibly nothing). `counts` gives (insights, edges, data dir); only prime calls it.
     `command` is how the agent runs mnemon (the executable and the options the hook was given); `nudge_every`
     is MNEMON_NUDGE_EVERY's value."""
-    envelope = _ENVELOPES.get((host, phase))
+    envelope = REGISTRY[host][1].get(phase) if host in REGISTRY else None
     if envelope is None:
         raise ValidationError(f"{host} has no {phase} hook; its hooks: " + ", ".join(phases_of(host)),
                               field="phase")

@@ -10,20 +10,20 @@ is someone else's stops the whole run before anything is written. After an insta
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import console
 from ..errors import ReadOnlyError, ValidationError
-from . import claude_code, codex, cursor, hermes, nanobot, openclaw, opencode, pi
+from . import REGISTRY
 from .base import OPTIONAL_DEFAULTS, Plan, Target, installed, plan_eject, plan_install
 from .check import path_advice, trials
 from .prompts import cli_command, write_prompt_files
 
-TARGETS: dict[str, Target] = {t.name: t for t in (
-    claude_code.TARGET, codex.TARGET, cursor.TARGET, nanobot.TARGET, openclaw.TARGET, pi.TARGET, hermes.TARGET,
-    opencode.TARGET)}
+TARGETS: dict[str, Target] = {name: importlib.import_module(f"{__package__}.{module}").TARGET
+                               for name, (module, _) in REGISTRY.items()}
 PHASE_HELP = {
     "remind": "remind the agent to recall and remember on every prompt",
     "nudge": "after each reply, ask whether it warrants a memory",
@@ -130,12 +130,12 @@ def main(a: argparse.Namespace) -> str:
         options += ["--data-dir", str(settings.data_dir.absolute())]
     if a.store:
         options += ["--store", settings.store]
-    ask = None if a.yes or not sys.stdin.isatty() else tty_ask
+    ask = None if a.yes or not console.stdin().isatty() else tty_ask
 
     def ensure_store() -> str:
-        from ..store import catalog
+        from ..stores import StoreCatalog
 
-        stores = catalog(settings)
+        stores = StoreCatalog(settings=settings)
         if stores.exists(settings.store):
             return f'Store     "{settings.store}"'
         stores.create(settings.store)
@@ -145,6 +145,6 @@ def main(a: argparse.Namespace) -> str:
     lines = run(a.target, is_global=a.is_global, eject=a.eject, data_dir=settings.data_dir, options=options,
                 ask=ask, ensure_store=ensure_store, check=trials, failed=failed)
     if failed:  # installed, but a hook does not run: say so on stdout, fail the command
-        sys.stdout.write("\n".join(lines) + "\n")
+        console.out().write("\n".join(lines) + "\n")
         raise ValidationError(f"the check after setup failed for {', '.join(failed)} (see above)", field="setup")
     return "\n".join(lines) + "\n"

@@ -28,7 +28,7 @@ from .config import SPEC, RecallConfig
 from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
 from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .flow import relevance_flow
-from .graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
+from ..graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
 from .prior import asks_for_help, asks_what_you_said, preference_factor, source_factor
 from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order

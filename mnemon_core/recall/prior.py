@@ -26,9 +26,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..graph import GraphView
 from ..store import Filters
 from .constants import PREFERENCE_CATEGORY, PREFERENCE_TERMS
-from .graph import GraphView
 
 __all__ = ["asks_for_help", "asks_what_you_said", "preference_factor", "source_factor"]
 

@@ -26,6 +26,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from ..graph.memo import Edges
 from .constants import LAMBDA1
 
 __all__ = ["ArrayGraph", "ArrayTraversed", "Edges", "beam_search_arrays"]
@@ -41,18 +42,6 @@ __all__ = ["ArrayGraph", "ArrayTraversed", "Edges", "beam_search_arrays"]
 #   which that happens get their transitions sorted.
 # * Offers of equal score are taken in array order, which is also the reference's order among equal scores,
 #   so the label of a node's best score is that of its first best offer in array order.
-
-
-class Edges(NamedTuple):
-    """Edges of some nodes inside one set of flat arrays: node k's edges are positions start[k] to
-    start[k] + degree[k] of nbr / etype / weight, sorted by neighbour id, then edge type code."""
-
-    start: np.ndarray  # int64 per node
-    degree: np.ndarray  # int64 per node
-    nbr: np.ndarray  # int64 node index
-    etype: np.ndarray  # int64 edge type code (index into φ; codes in type-name order)
-    weight: np.ndarray  # float64
-    sub: np.ndarray | None = None  # int64 temporal sub-type code (`graph.SUB_TYPES`), where the graph has them
 
 
 class ArrayGraph(Protocol):

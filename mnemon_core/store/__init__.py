@@ -11,8 +11,8 @@ from .base import NO_FILTERS, Access, Catalog, Filters, Store, TokenHit, rank_by
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["NO_FILTERS", "Access", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "held_files",
-           "open_store", "rank_by_coverage"]
+__all__ = ["NO_FILTERS", "Access", "Catalog", "Filters", "Store", "TokenHit", "backend_name", "catalog", "open_store",
+           "rank_by_coverage"]
 
 # Factory table: backend name → module with `open_store(settings) -> Store` and `catalog(settings) -> Catalog`
 # (imported only when chosen: psycopg is an extra).
@@ -23,9 +23,9 @@ _BACKENDS: dict[str, str] = {
     "redis": "mnemon_core.store.redis",
     "falkordb": "mnemon_core.store.falkordb",
 }
-# URL scheme → backend (any other URL is Postgres's)
-SCHEMES = {"kuzu://": "kuzu", "redis://": "redis", "rediss://": "redis", "falkordb://": "falkordb",
-           "falkordbs://": "falkordb"}
+# URL scheme → backend (any other URL is Postgres's; its own schemes are listed for `mnemon migrate`'s check)
+SCHEMES = {"postgresql://": "postgres", "postgres://": "postgres", "kuzu://": "kuzu", "redis://": "redis",
+           "rediss://": "redis", "falkordb://": "falkordb", "falkordbs://": "falkordb"}
 
 
 def backend_name(settings: Settings) -> str:
@@ -56,22 +56,3 @@ def open_store(settings: Settings) -> Store:
 def catalog(settings: Settings) -> Catalog:
     """The named stores of the database `settings` point at."""
     return importlib.import_module(_BACKENDS[backend_name(settings)]).catalog(settings)
-
-
-def held_files(settings: Settings) -> set[str]:
-    """The files of the store `settings` name that one process at a time may open (`store/holder.py`): a Kùzu
-    database, a Milvus Lite file."""
-    import os
-
-    out = set()
-    if backend_name(settings) == "kuzu":
-        from .kuzu import store_path
-
-        out.add(os.path.abspath(store_path(settings.database_url or "", settings.store)))
-    if settings.vector_url:
-        from .milvus import lite_path
-
-        path = lite_path(settings.vector_url)
-        if path is not None:
-            out.add(os.path.abspath(path))
-    return out

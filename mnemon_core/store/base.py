@@ -4,7 +4,9 @@
 sessions), `Edges` (with the plain-tuple reads recall's graph walk makes), `Vectors` (with an optional
 nearest-neighbour index, `AnnSearch`), `Oplog`, `Accesses` (a read's access counts, which never wait for a
 writer) and `Dump` (every row, for `mnemon migrate`), beside `Lifecycle`.
-`BulkLoad` (a migration target) and `Catalog` (the named stores of one database) stand apart. Every backend
+`GraphLog` (what the graph read model, `graph/`, needs of a database to keep its index file: a consistent
+snapshot, the change log, cutting it; offered by a store whose `graph_place` names a file), `BulkLoad` (a
+migration target) and `Catalog` (the named stores of one database) stand apart. Every backend
 implements them on `store/sql.py`'s shared SQL; `store/__init__.py` holds the table of backends.
 
 Rows come back as models (`Insight`, `Edge`, `OplogEntry`) or as plain tuples where a hot path needs speed
@@ -16,14 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from ..models import Edge, Insight, OplogEntry
-
-if TYPE_CHECKING:
-    from .gindex import GraphIndex, IndexRow, Rejected
 
 
 class TokenHit(NamedTuple):
@@ -279,6 +279,45 @@ class Vectors(Protocol):
         ...
 
 
+class IndexRow(NamedTuple):
+    """One active insight as the graph index file holds it (`GraphLog.index_rows`)."""
+
+    id: str
+    importance: int
+    created_at: str
+    category: str
+    source: str
+    tokens: list[str]  # its keyword tokens (the token postings)
+    entities: list[str]  # its entities, lower-case, distinct
+    terms: list[str] | None  # its stemmed terms in order (BM25), None when it has no BM25 row
+    n_tokens: int  # its distinct keyword tokens as the store counts them (`TokenHit.n_tokens`)
+
+
+class GraphPlace(NamedTuple):
+    """Where a store keeps its graph index file, and for whom."""
+
+    path: Path
+    # One file every process of the store reads (SQLite's, beside the database): only a writer writes it, and a
+    # fold cuts the change log at it. Else each client's own (Postgres's, under the client's data dir).
+    shared: bool
+
+
+class GraphSnapshot(NamedTuple):
+    """The graph at one committed counter: every active insight and every edge, read in one transaction."""
+
+    counter: int
+    rows: list[IndexRow]
+    edges: Iterable[tuple[str, str, str, float | None, str | None]]  # (source, target, type, weight, sub-type)
+
+
+class LogBehind(NamedTuple):
+    """The change log after one counter."""
+
+    rows: int  # rows (an insight touched twice counts twice: a cheap upper bound)
+    unknown: bool  # a commit there touched too many insights to list
+    floor: int  # the counter the log starts after (rows at or before it are cut)
+
+
 class Edges(Protocol):
     def upsert_edge(self, edge: Edge) -> None: ...
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -319,26 +358,51 @@ class Edges(Protocol):
     def superseded_ids(self, among: Sequence[str] | None = None) -> set[str]:
         """Every active insight that is the target of a `supersedes` edge (of those among ids, when given)."""
         ...
+    def graph_place(self) -> GraphPlace | None:
+        """Where this store keeps its graph index file; None: it keeps none, recall reads everything through the
+        calls above. A store that names a place is also a `GraphLog`."""
+        ...
 
-    # the graph index file (`store/gindex.py`): what recall maps instead of querying. A backend without one
-    # answers None / 0 (`SQLStore` does): recall then reads everything through the calls above.
-    def graph_index(self) -> GraphIndex | None:
-        """The checked, mapped index file of this store (None: none, damaged, of another store, or this
-        connection's transaction holds graph writes the file cannot know)."""
+
+class GraphLog(Protocol):
+    """The data calls the graph read model (`graph/`) makes of a store that keeps a graph index file (its
+    `graph_place` names one)."""
+
+    readonly: bool
+
+    def store_uid(self) -> int | None:
+        """The store's random id, which its files carry (a copy of another store's file is not believed)."""
+        ...
+    def in_transaction(self) -> bool:
+        """A transaction of this store object (this thread's, where threads have their own) is open."""
+        ...
+    def graph_writes_pending(self) -> bool:
+        """The open transaction changed insights or edges: a file, which knows only committed rows, is not
+        believed meanwhile."""
         ...
     def graph_changes_since(self, since: int, now: int) -> set[str] | None:
         """The insights whose attributes or adjacency the commits that moved the committed graph counter from
         `since` to `now` touched, by any process (the store's change log); None when the log cannot say."""
         ...
+    def graph_log_since(self, counter: int) -> LogBehind: ...
+    def graph_log_counter(self, at_most: int, skip: int) -> int | None:
+        """The counter of the log row `skip` rows below the newest at or before `at_most` (None: fewer rows)."""
+        ...
+    def cut_graph_log(self, through: int) -> None:
+        """Drop the log rows at or before `through` and raise the floor to it, in a transaction of its own."""
+        ...
+    def graph_snapshot(self) -> AbstractContextManager[GraphSnapshot]:
+        """The graph at one committed counter, valid inside the block."""
+        ...
     def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
         """Every active insight (or the active ones among ids) as the index file holds it."""
         ...
-    def maintain_graph_index(self, *, force: bool = False) -> int:
-        """A writer's fold: write the file anew when it is missing, damaged, or behind by more than the fold
-        threshold (`force`: by anything); its size in bytes, or 0 when nothing was written."""
+    def vector_files_missing(self, min_rows: int) -> bool:
+        """Some model of which this process holds `min_rows` vectors has no vector matrix file yet."""
         ...
-    def graph_index_state(self) -> GraphIndex | Rejected | None:
-        """The index file as `mnemon status` reports it: mapped, rejected (and why), or none."""
+    def write_vector_files(self, min_rows: int, *, missing_only: bool) -> None:
+        """The vector matrix file (`vecfile.py`) of each model with `min_rows` vectors, at one vector sequence
+        number; `missing_only`: only of the models `vector_files_missing` names."""
         ...
 
 
@@ -346,6 +410,7 @@ class StoreDefaults:
     """What a backend gets where it has nothing better (`SQLStore`, `CypherStore`): edges upserted one by one,
     and no graph index file (SQLite and Postgres override that part), so recall reads everything through the
     `Edges` and `Insights` calls."""
+
 
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         """Several upserts in order (a later one of the same key wins); a backend may send them at once."""
@@ -356,20 +421,8 @@ class StoreDefaults:
         rows: dict[str, Insight] = self.get_insights(ids)  # type: ignore[attr-defined]
         return {i: (r.content, r.category) for i, r in rows.items()}
 
-    def graph_index(self) -> None:
+    def graph_place(self) -> None:
         return None
-
-    def graph_changes_since(self, since: int, now: int) -> set[str] | None:
-        return None
-
-    def maintain_graph_index(self, *, force: bool = False) -> int:
-        return 0
-
-    def graph_index_state(self) -> None:
-        return None
-
-    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
-        return []  # never asked: there is no file to build
 
     queues_vectors = False  # an import waits for its vectors: nothing is ever queued
 

@@ -46,11 +46,11 @@ from ..errors import MissingExtraError, StoreError, import_extra
 from ..models import Edge, Insight, OplogEntry
 from ..redact import redact
 from ..text import document, terms
-from . import base, gindex
-from .base import NO_FILTERS, DumpRow, Filters, TokenHit, bm25
-from .gindex import IndexRow
+from . import base
+from .base import NO_FILTERS, DumpRow, Filters, GraphPlace, GraphSnapshot, IndexRow, TokenHit, bm25
 from .sql import (
-    EDGE_COLS, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, oplog_trim, where,
+    EDGE_COLS, EDGE_TYPE_CHECK, GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, oplog_trim,
+    where,
 )
 from .vectors import AnsweredAnn, VectorCache
 
@@ -189,7 +189,7 @@ def _m001_initial(run: Callable[..., Any]) -> None:
             source_id text COLLATE "C" NOT NULL REFERENCES {s}.insights(id) ON DELETE CASCADE,
             target_id text COLLATE "C" NOT NULL REFERENCES {s}.insights(id) ON DELETE CASCADE,
             edge_type text COLLATE "C" NOT NULL
-                CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+                """ + EDGE_TYPE_CHECK + """,
             weight double precision NOT NULL DEFAULT 1.0,
             metadata jsonb NOT NULL DEFAULT '{}',
             created_at text COLLATE "C" NOT NULL,
@@ -315,7 +315,7 @@ def _m006_requests(run: Callable[..., Any]) -> None:
 
 def _m007_graph_log(run: Callable[..., Any]) -> None:
     """Which insights each committed graph change touched, by the counter it moved to, as on SQLite: what a
-    client holding a graph index file (`gindex.py`) reads of the database instead of the graph. The log starts at
+    client holding a graph index file (`graph/index.py`) reads of the database instead of the graph. The log starts at
     the current counter; a random store id ties an index file to this store."""
     run("CREATE TABLE IF NOT EXISTS {s}.graph_log (counter bigint NOT NULL, insight_id text COLLATE \"C\" NOT NULL)")
     run("CREATE INDEX IF NOT EXISTS graph_log_counter ON {s}.graph_log (counter)")
@@ -438,8 +438,7 @@ class PostgresStore(SQLStore):
         # The graph index file lives beside the client (`index_dir`, one per database and store), so that a
         # fleet of agents on one database each map the graph instead of querying it.
         key = hashlib.sha256(f"{redact(url)}|{self.schema}".encode()).hexdigest()[:16]
-        self._gindex = gindex.Holder(index_dir / f"pg-{key}{gindex.SUFFIX}") if index_dir is not None else None
-        self._gindex_lock = threading.Lock()
+        self._graph_file = index_dir / f"pg-{key}{GRAPH_SUFFIX}" if index_dir is not None else None
         try:
             boot = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as e:
@@ -856,7 +855,6 @@ class PostgresStore(SQLStore):
         return {r[0]: frozenset(r[1]) for r in rows}
 
     def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
-        """Every active insight (or the active ones among ids) as a graph index file holds it (`gindex.py`)."""
         return self._index_rows(self._exec, ids)
 
     def _index_rows(self, run: Callable[..., list[tuple[Any, ...]]], ids: Sequence[str] | None) -> list[IndexRow]:
@@ -1098,94 +1096,37 @@ class PostgresStore(SQLStore):
         ids = {r[1] for r in rows if r[1] is not None}
         return None if "*" in ids else ids
 
-    # ------------------------------------------------------------------ the graph index file (gindex.py)
+    # ------------------------------------------------------------------ the graph index file (graph/fold.py)
 
     def _vector_file_beside(self) -> Path | None:
-        return None if self._gindex is None else self._gindex.path
+        return self._graph_file
 
-    def graph_index(self) -> gindex.GraphIndex | None:
-        """The index file beside this client when it is whole and of this store (None: none, no place for it,
-        or this thread's transaction holds graph writes)."""
+    def graph_place(self) -> GraphPlace | None:
+        return None if self._graph_file is None else GraphPlace(self._graph_file, shared=False)
+
+    def graph_writes_pending(self) -> bool:
         tx: _Tx | None = getattr(self._local, "tx", None)
-        if self._gindex is None or (tx is not None and tx.touched):
-            return None
-        with self._gindex_lock:
-            return self._gindex.get(self._meta("store_uid"), self.graph_version()[0])
+        return tx is not None and tx.touched
 
-    def graph_index_state(self) -> gindex.GraphIndex | gindex.Rejected | None:
-        self.graph_index()
-        return None if self._gindex is None else self._gindex.state()
-
-    def maintain_graph_index(self, *, force: bool = False) -> int:
-        """Write the client's index file anew from one snapshot of the database (two bulk reads) when it is
-        missing, damaged or behind past the fold threshold (`force`: at all)."""
-        if self._gindex is None or getattr(self._local, "tx", None) is not None:
-            return 0
-        path = self._gindex.path
-        cur = self.graph_index()
-        if cur is not None:
-            r = self._one(
-                "SELECT count(*), coalesce(bool_or(insight_id = '*'), false), "
-                "(SELECT value FROM {s}.mnemon_meta WHERE key = 'graph_log_floor') FROM {s}.graph_log "
-                "WHERE counter > %s", (cur.counter,)
-            )
-            rows, unknown, floor = int(r[0]), bool(r[1]), int(r[2] or 0)  # type: ignore[index]
-            if not unknown and floor <= cur.counter and (
-                rows == 0 if force else rows < gindex.fold_rows(cur.n)
-            ):
-                if self._vector_files_missing():
-                    with gindex.writer_lock(path) as mine:
-                        if mine:
-                            self._write_vector_files(missing_only=True)
-                return 0
-        elif self.count_active() < gindex.MIN_ROWS:
-            return 0
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return 0
-        with gindex.writer_lock(path) as mine:
-            if not mine:
-                return 0
-            gindex.remove_leftovers(path)
-            psycopg = _psycopg()
-            with self._pool.connection() as conn:
-                conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for all three
-                try:
-                    with conn.transaction():
-                        counter = int(conn.execute(self._q(
-                            "SELECT coalesce((SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'), 0)")).fetchone()[0])
-                        rows_ = self._index_rows(lambda q, a=(): conn.execute(self._q(q), a).fetchall(), None)
-                        edges = conn.execute(self._q(
-                            "SELECT source_id, target_id, edge_type, weight, "
-                            "CASE WHEN edge_type = 'temporal' THEN metadata->>'sub_type' END FROM {s}.edges"))
-                        size = gindex.build(path, uid=self._meta("store_uid") or 0, counter=counter,
-                                            rows=rows_, edges=edges)
-                finally:
-                    conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
-            self._write_vector_files(missing_only=False)
-        if not self.readonly:
-            self._trim_graph_log(counter)
-        return size
-
-    def _trim_graph_log(self, counter: int) -> None:
-        """Drop the change log a fold no longer needs. Each client keeps its own file, so the log is not cut at
-        this file's counter (every other client's file would fall below the floor and be written anew at its
-        next write, and each such fold would push the others below again): only the rows older than the
-        newest `fold_rows` are dropped, which a file behind them would be written anew for anyway."""
-        keep = gindex.fold_rows(self.count_active())
-        r = self._one("SELECT counter FROM {s}.graph_log WHERE counter <= %s ORDER BY counter DESC OFFSET %s LIMIT 1",
-                      (counter, keep))
-        if r is None:
-            return
-        with self.transaction():
-            self._exec("DELETE FROM {s}.graph_log WHERE counter <= %s", (r[0],))
-            self._exec("UPDATE {s}.mnemon_meta SET value = greatest(value, %s) WHERE key = 'graph_log_floor'",
-                       (r[0],))
+    @contextmanager
+    def graph_snapshot(self) -> Iterator[GraphSnapshot]:
+        psycopg = _psycopg()
+        with self._pool.connection() as conn:
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ  # one snapshot for all three
+            try:
+                with conn.transaction():
+                    counter = int(conn.execute(self._q(
+                        "SELECT coalesce((SELECT value FROM {s}.mnemon_meta WHERE key = 'graph'), 0)")).fetchone()[0])
+                    rows = self._index_rows(lambda q, a=(): conn.execute(self._q(q), a).fetchall(), None)
+                    yield GraphSnapshot(counter, rows, conn.execute(self._q(
+                        "SELECT source_id, target_id, edge_type, weight, "
+                        "CASE WHEN edge_type = 'temporal' THEN metadata->>'sub_type' END FROM {s}.edges")))
+            finally:
+                conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
 
     # ------------------------------------------------------------------ oplog
 
-    def _in_transaction(self) -> bool:
+    def in_transaction(self) -> bool:
         return getattr(self._local, "tx", None) is not None
 
     def _trim_at_commit(self, now: str) -> None:

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 
 from ..config import OplogRetention
-from ..models import Edge, Insight, OplogEntry
+from ..models import Edge, EdgeType, Insight, OplogEntry
 from ..timeutil import iso, parse
-from .base import NO_FILTERS, Access, AnnSearch, Busy, Filters, StoreDefaults, apply_access
-from . import gindex, vecfile
+from .base import NO_FILTERS, Access, AnnSearch, Busy, Filters, LogBehind, StoreDefaults, apply_access
+from . import mapfile, vecfile
 from .vectors import VectorCache, nearest
 
 INSIGHT_COLUMNS = (
@@ -38,6 +38,10 @@ OPLOG_COLS = "id, operation, insight_id, detail, created_at"
 WRITE_LOCK_TIMEOUT_S = 60
 # How long a served call's request id is kept (`claim_request`): far longer than a client waits to rerun it.
 REQUEST_KEEP_S = 86400.0
+# The edges table's closed list of types, from `EdgeType`. A new type also needs a migration that widens the
+# CHECK of existing databases (SQLite rebuilds the table; Postgres replaces the constraint).
+EDGE_TYPE_CHECK = "CHECK (edge_type IN ({}))".format(",".join(f"'{t.value}'" for t in EdgeType))
+GRAPH_SUFFIX = ".gidx"  # the graph index file's name: the database's (or the client's key) and this
 
 
 def in_chunks(items: Sequence[str], size: int) -> Iterator[tuple[Sequence[str], str]]:
@@ -438,6 +442,9 @@ class SQLStore(StoreDefaults):
         r = self._one("SELECT value FROM {s}.mnemon_meta WHERE key = ?", (key,))
         return int(r[0]) if r else None
 
+    def store_uid(self) -> int | None:
+        return self._meta("store_uid")
+
     def _vector_file_beside(self) -> Path | None:
         """The file the vector matrix files are named after (the database, or a Postgres client's graph index
         file), None: this store keeps none."""
@@ -452,30 +459,30 @@ class SQLStore(StoreDefaults):
                            counter=top_seq)
         return got if isinstance(got, VectorCache) else None
 
-    def _vector_files_missing(self) -> list[tuple[str, int]]:
-        """The models this process holds `gindex.MIN_ROWS` vectors of that have no vector matrix file yet."""
+    def _models_without_file(self, min_rows: int) -> list[tuple[str, int]]:
         beside = self._vector_file_beside()
         return [] if beside is None else [k for k, c in self._vectors.items()
-                                          if c.rows() >= gindex.MIN_ROWS and not vecfile.path_for(beside, *k).exists()]
+                                          if c.rows() >= min_rows and not vecfile.path_for(beside, *k).exists()]
 
-    def _write_vector_files(self, missing_only: bool) -> None:
-        """The vector matrix file of each model with `gindex.MIN_ROWS` vectors (`vecfile.py`), at this
-        snapshot's `vec_seq`; `missing_only`: only of the models this process holds and that have no file."""
+    def vector_files_missing(self, min_rows: int) -> bool:
+        return bool(self._models_without_file(min_rows))
+
+    def write_vector_files(self, min_rows: int, *, missing_only: bool) -> None:
         beside = self._vector_file_beside()
         if beside is None:
             return
         if missing_only:
-            models = self._vector_files_missing()
+            models = self._models_without_file(min_rows)
         else:
             models = [(m, int(d)) for m, d in (k.rsplit(":", 1) for k, c in self.vector_counts().items()
-                                               if c >= gindex.MIN_ROWS)]
+                                               if c >= min_rows)]
         for model, dim in models:
             ids, _ = self.vector_matrix(model, dim)
-            if len(ids) < gindex.MIN_ROWS:
+            if len(ids) < min_rows:
                 continue
             cache = self._vectors[(model, dim)]
             path = vecfile.path_for(beside, model, dim)
-            gindex.remove_leftovers(path)
+            mapfile.remove_leftovers(path)
             vecfile.write(path, cache, uid=self._meta("store_uid") or 0, counter=cache.high_water)
 
     def _vector_changes(self, after: int, top: int) -> Iterator[list[tuple[str, bytes | None, str | None, bool]]]:
@@ -560,9 +567,31 @@ class SQLStore(StoreDefaults):
             out.update(r[0] for r in self._exec(f"{sql} AND e.target_id {match}", args))
         return out
 
+    # ------------------------------------------------------------------ the change log (graph/fold.py)
+
+    def graph_log_since(self, counter: int) -> LogBehind:
+        r = self._exec(
+            "SELECT count(*), count(CASE WHEN insight_id = '*' THEN 1 END), "
+            "(SELECT value FROM {s}.mnemon_meta WHERE key = 'graph_log_floor') FROM {s}.graph_log WHERE counter > ?",
+            (counter,),
+        )[0]
+        return LogBehind(int(r[0]), bool(r[1]), int(r[2] or 0))
+
+    def graph_log_counter(self, at_most: int, skip: int) -> int | None:
+        r = self._exec("SELECT counter FROM {s}.graph_log WHERE counter <= ? ORDER BY counter DESC LIMIT 1 OFFSET ?",
+                       (at_most, skip))
+        return int(r[0][0]) if r else None
+
+    def cut_graph_log(self, through: int) -> None:
+        # The floor only rises: a fold that read an older snapshot never lowers what a later one cut.
+        with self.transaction():  # type: ignore[attr-defined]
+            self._exec("DELETE FROM {s}.graph_log WHERE counter <= ?", (through,))
+            self._exec("UPDATE {s}.mnemon_meta SET value = CASE WHEN value < ? THEN ? ELSE value END "
+                       "WHERE key = 'graph_log_floor'", (through, through))
+
     # ------------------------------------------------------------------ oplog
 
-    def _in_transaction(self) -> bool:
+    def in_transaction(self) -> bool:
         raise NotImplementedError
 
     def _trim_at_commit(self, now: str) -> None:
@@ -570,7 +599,7 @@ class SQLStore(StoreDefaults):
         raise NotImplementedError
 
     def log(self, operation: str, insight_id: str | None, detail: str, now: str) -> None:
-        if not self._in_transaction():  # alone: a transaction of its own, as the retention trim runs at a commit
+        if not self.in_transaction():  # alone: a transaction of its own, as the retention trim runs at a commit
             with self.transaction():  # type: ignore[attr-defined]
                 return self.log(operation, insight_id, detail, now)
         self._exec(

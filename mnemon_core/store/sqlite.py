@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Collection, Hashable, Iterator, Sequence
@@ -28,13 +27,13 @@ from ..config import STORE_NAME_RE, OplogRetention, Settings, create_private_fil
 from ..errors import StoreError
 from ..models import Edge, Insight
 from ..text import document, terms, token_set
-from . import ann, base, gindex
-from .base import NO_FILTERS, DumpRow, Filters, TokenHit
+from . import ann, base
+from .base import NO_FILTERS, DumpRow, Filters, GraphPlace, GraphSnapshot, IndexRow, TokenHit
 from .accessfile import AccessFile
 from .journal import GraphJournal
 from .sql import (
-    INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks, json_lists,
-    json_mapping, metadata_json, oplog_trim, where,
+    EDGE_TYPE_CHECK, GRAPH_SUFFIX, INSIGHT_COLS, INSIGHT_COLUMNS, WRITE_LOCK_TIMEOUT_S, Busy, Dialect, SQLStore, in_chunks,
+    json_lists, json_mapping, metadata_json, oplog_trim, where,
 )
 from .vectors import VectorCache, decode, encode
 
@@ -54,7 +53,7 @@ EDGES_DDL = """
     CREATE TABLE IF NOT EXISTS edges (
         source_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
         target_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-        edge_type TEXT NOT NULL CHECK (edge_type IN ('temporal','semantic','causal','entity','supersedes')),
+        edge_type TEXT NOT NULL """ + EDGE_TYPE_CHECK + """,
         weight REAL DEFAULT 1.0,
         metadata TEXT DEFAULT '{}',
         created_at TEXT NOT NULL,
@@ -261,7 +260,7 @@ def _m008_requests(db: sqlite3.Connection) -> None:
 
 def _m009_graph_log(db: sqlite3.Connection) -> None:
     """Which insights each committed graph change touched, by the counter it moved to: what a process holding
-    the graph index file (`gindex.py`) reads instead of the store for everything else. The log starts at the
+    the graph index file (`graph/index.py`) reads instead of the store for everything else. The log starts at the
     current counter (`graph_log_floor`: changes up to it are not logged); a random store id ties an index
     file to this store."""
     _script(
@@ -379,7 +378,6 @@ class SQLiteStore(SQLStore):
         self._graph_gen = 0  # bumped by this connection's insight/edge writes and rollbacks (graph_version)
         self._graph_dirty = False  # the open transaction changed insights or edges
         self._journal = GraphJournal()  # which insights this connection's commits touched (graph_changes)
-        self._gindex = gindex.Holder(gindex.path_for(self.path))  # the mapped graph index file
         self._bm25_memo: tuple[Hashable, int, int] | None = None  # (graph version, BM25 rows, their terms)
         self._pending = AccessFile(self.path)  # reads' accesses waiting for the write lock (`record_access`)
         self._ready = False  # the schema is this code's: a transaction may apply pending accesses
@@ -912,22 +910,36 @@ class SQLiteStore(SQLStore):
             "SELECT insight_id FROM graph_log WHERE counter > ? AND counter <= ?", (since, now))}
         return None if "*" in ids else ids
 
-    # ------------------------------------------------------------------ the graph index file (gindex.py)
+    # ------------------------------------------------------------------ the graph index file (graph/fold.py)
 
-    def graph_index(self) -> gindex.GraphIndex | None:
-        """The index file beside this database when it is whole and of this store; None without one, while
-        this connection's transaction holds graph writes (the file knows only committed rows), or when the
-        file fails a check (then `graph_index_state` says why)."""
+    def graph_place(self) -> GraphPlace:
+        return GraphPlace(self.path.with_name(self.path.name + GRAPH_SUFFIX), shared=True)
+
+    def graph_writes_pending(self) -> bool:
+        with self._lock:  # another thread's open transaction on this connection ends first
+            return self._graph_dirty
+
+    @contextmanager
+    def graph_snapshot(self) -> Iterator[GraphSnapshot]:
         with self._lock:
-            if self._graph_dirty:
-                return None
-            return self._gindex.get(self._meta("store_uid"), self.graph_version()[0])
+            self.db.execute("BEGIN")  # one snapshot: the counter, the rows and the edges agree
+            try:
+                yield GraphSnapshot(self.graph_version()[0], self.index_rows(), self.db.execute(
+                    "SELECT source_id, target_id, edge_type, weight, CASE WHEN edge_type = 'temporal' "
+                    "THEN json_extract(metadata, '$.sub_type') END FROM edges"
+                ))
+            finally:
+                self.db.execute("COMMIT")
 
-    def graph_index_state(self) -> gindex.Rejected | gindex.GraphIndex | None:
-        self.graph_index()
-        return self._gindex.state()
+    def write_vector_files(self, min_rows: int, *, missing_only: bool) -> None:
+        with self._lock:
+            self.db.execute("BEGIN")  # the vectors at one vec_seq
+            try:
+                super().write_vector_files(min_rows, missing_only=missing_only)
+            finally:
+                self.db.execute("COMMIT")
 
-    def index_rows(self, ids: Sequence[str] | None = None) -> list[gindex.IndexRow]:
+    def index_rows(self, ids: Sequence[str] | None = None) -> list[IndexRow]:
         """Every active insight (or the active ones among ids) as the graph index holds it."""
         sql = (
             "SELECT i.id, i.importance, i.created_at, i.category, i.source, "
@@ -948,62 +960,10 @@ class SQLiteStore(SQLStore):
                 for i, e in self.db.execute(f"{ent} WHERE e.insight_id IN ({q})", chunk):
                     ents.setdefault(i, []).append(e)
         return [
-            gindex.IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", (r[5] or "").split(), ents.get(r[0], []),
+            IndexRow(r[0], r[1], r[2], r[3] or "general", r[4] or "", (r[5] or "").split(), ents.get(r[0], []),
                             None if r[6] is None else r[6].split(), r[7] or 0)
             for r in rows
         ]
-
-    def maintain_graph_index(self, *, force: bool = False) -> int:
-        """Write the index file anew when it is missing, damaged or stale past the fold threshold (`force`:
-        whenever it is behind); 0 when nothing was written (read-only, too small, another process writing)."""
-        if self.readonly or self._depth > 0:
-            return 0
-        path = gindex.path_for(self.path)
-        with self._lock:
-            cur = self.graph_index()
-            if cur is not None:
-                # Log rows since the file (an insight touched twice counts twice: a cheap upper bound).
-                rows, unknown = self.db.execute(
-                    "SELECT count(*), coalesce(max(insight_id = '*'), 0) FROM graph_log WHERE counter > ?",
-                    (cur.counter,),
-                ).fetchone()
-                floor = self._meta("graph_log_floor") or 0
-                if not unknown and floor <= cur.counter and (
-                    rows == 0 if force else rows < gindex.fold_rows(cur.n)
-                ):
-                    if self._vector_files_missing():
-                        with gindex.writer_lock(path) as mine:
-                            if mine:
-                                self.db.execute("BEGIN")  # the vectors at one vec_seq
-                                try:
-                                    self._write_vector_files(missing_only=True)
-                                finally:
-                                    self.db.execute("COMMIT")
-                    return 0
-            elif self.count_active() < gindex.MIN_ROWS:
-                return 0
-            with gindex.writer_lock(path) as mine:
-                if not mine:
-                    return 0
-                gindex.remove_leftovers(path)
-                self.db.execute("BEGIN")  # one snapshot: the counter, the rows and the edges agree
-                try:
-                    counter = self.graph_version()[0]
-                    size = gindex.build(
-                        path, uid=self._meta("store_uid") or 0, counter=counter, rows=self.index_rows(),
-                        edges=self.db.execute(
-                            "SELECT source_id, target_id, edge_type, weight, CASE WHEN edge_type = 'temporal' "
-                            "THEN json_extract(metadata, '$.sub_type') END FROM edges"
-                        ),
-                    )
-                    self._write_vector_files(missing_only=False)
-                finally:
-                    self.db.execute("COMMIT")
-            # Readers of an older file ask the log from its counter on: they see the floor moved and reopen.
-            with self.transaction():
-                self.db.execute("DELETE FROM graph_log WHERE counter <= ?", (counter,))
-                self.db.execute("UPDATE mnemon_meta SET value = ? WHERE key = 'graph_log_floor'", (counter,))
-            return size
 
     def _bump_graph(self) -> int:
         """Move the committed 'graph' counter; its new value."""
@@ -1014,7 +974,7 @@ class SQLiteStore(SQLStore):
 
     # ------------------------------------------------------------------ oplog
 
-    def _in_transaction(self) -> bool:
+    def in_transaction(self) -> bool:
         return self._depth > 0
 
     def _trim_at_commit(self, now: str) -> None:
@@ -1106,4 +1066,6 @@ def migrate_legacy(settings: Settings) -> None:
         src = legacy.with_name("mnemon.db" + suffix)
         if src.exists():
             src.rename(target.with_name("mnemon.db" + suffix))
-    print(f"mnemon: migrated database to {target}", file=sys.stderr)
+    from ..console import err
+
+    print(f"mnemon: migrated database to {target}", file=err())

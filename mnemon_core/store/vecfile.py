@@ -6,7 +6,7 @@ counter), then empty rows as room to grow: the mapping is private copy-on-write,
 later (its own remembers, the changes it reads since the file) are its own pages and the rest stay shared with
 every other reader through the page cache. What changed after the counter the reader reads from the store as
 it always did (rows whose `vec_seq` is larger). The file is written with the graph index file
-(`gindex._write`: temporary name, synced, renamed; the header's checksums, the store's id and the counter are
+(`mapfile.write`: temporary name, synced, renamed; the header's checksums, the store's id and the counter are
 checked when it is mapped), so a torn, damaged, foreign or future file is never used: the cache then loads
 from the store.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import gindex
+from . import mapfile
 from .vectors import VectorCache
 
 __all__ = ["load", "path_for", "write"]
@@ -44,19 +44,19 @@ def write(path: Path, cache: VectorCache, *, uid: int, counter: int) -> int:
     rows = np.zeros((cap, cache.dim), dtype=np.float32)
     rows[:n] = mat
     header = {"format": FORMAT, "uid": uid, "counter": counter, "model": cache.model, "dim": cache.dim, "n": n}
-    return gindex._write(path, header, {"ids": gindex._strings(ids), "rows": rows.reshape(-1)}, MAGIC)
+    return mapfile.write(path, header, {"ids": mapfile.strings(ids), "rows": rows.reshape(-1)}, MAGIC)
 
 
-def load(path: Path, model: str, dim: int, *, uid: int | None, counter: int) -> VectorCache | gindex.Rejected | None:
+def load(path: Path, model: str, dim: int, *, uid: int | None, counter: int) -> VectorCache | mapfile.Rejected | None:
     """A cache holding the file's rows (high water: its counter), or why the file was not used; None without
     one."""
-    got = gindex.map_file(path, MAGIC, FORMAT, uid=uid, counter=counter, copy=True)
-    if got is None or isinstance(got, gindex.Rejected):
+    got = mapfile.map_file(path, MAGIC, FORMAT, uid=uid, counter=counter, copy=True)
+    if got is None or isinstance(got, mapfile.Rejected):
         return got
     mm, header, _ = got
     if header["model"] != model or header["dim"] != dim:
         mm.close()
-        return gindex.Rejected(path, f"holds {header['model']}:{header['dim']}")
+        return mapfile.Rejected(path, f"holds {header['model']}:{header['dim']}")
     dtype, count, offset = header["sections"]["ids"][:3]
     ids = np.frombuffer(mm, dtype=dtype, count=count, offset=offset)
     dtype, count, offset = header["sections"]["rows"][:3]

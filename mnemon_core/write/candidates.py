@@ -25,9 +25,9 @@ from .semantic import ranked
 
 
 def token_tops(store: Store, tokens: frozenset[str], limit: int) -> tuple[list[TokenHit], list[TokenHit]]:
-    """`Store.token_tops`, from the recall memo's graph index file where the store keeps one (`recall/graph.py`:
-    the postings are mapped, not read), else from the store."""
-    from ..recall.graph import graph_view
+    """`Store.token_tops`, from the graph memo's index file where the store keeps one (`graph/memo.py`: the
+    postings are mapped, not read), else from the store."""
+    from ..graph import graph_view
 
     return graph_view(store).token_tops(tokens, limit) or store.token_tops(tokens, limit)
 

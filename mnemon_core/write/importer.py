@@ -34,10 +34,9 @@ from ..errors import Interrupted
 from ..models import Edge, EntityMode, Insight
 from ..progress import Advance, progress_bar
 from ..store import NO_FILTERS, Filters, Store
-from ..text import tokens_of
 from .constants import CAUSAL_LOOKBACK, ENTITY_LINKS_PER_ENTITY, SEMANTIC_AUTO_LINK
 from . import ivf, similarity
-from .pipeline import resolve, words_of, write_insight
+from .pipeline import new_insight, words_of, write_insight
 from .semantic import create_semantic_edges
 from .temporal import conversation_steps, repair_backbone
 
@@ -208,13 +207,11 @@ class _Importer:
                 return ImportItem(index=i, id=existing, content=di.content, action="skipped"), None
         new_id = str(uuid.uuid4())
         source = self.draft.source_of(i)
-        ents = resolve(view, di.content, di.entities, EntityMode.merge)
-        created = di.created_at or now
-        ins = Insight(
-            id=new_id, content=di.content, category=di.category, importance=di.importance, tags=di.tags,
-            entities=ents, source=source, created_at=created, updated_at=created, stored_at=now,
+        ins, tokens = new_insight(
+            view, new_id, di.content, category=di.category, importance=di.importance, tags=di.tags,
+            entities=di.entities, entity_mode=EntityMode.merge, source=source, created_at=di.created_at or now,
+            now=now,
         )
-        tokens = tokens_of(di.content, di.tags, ents)
         cos = self._cos.of(i) if vector is not None and self._cos is not None else {}
         # The temporal backbone is rebuilt once at the end, in created_at order (dates are backdated).
         write_insight(view, ins, tokens, vector, model, cos, temporal=False, now=now, now_ts=ts, ei=False)

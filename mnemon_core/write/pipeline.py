@@ -1,5 +1,6 @@
-"""The write transaction's body (spec 5.1 step three), shared by `remember` and `import`: insert, vector, the
-four graph builders, persisted entities, EI. The caller owns the transaction, auto-prune and the oplog."""
+"""The write transaction's body (spec 5.1 step three), shared by `remember` and `import`: the new insight
+(`new_insight`: its entities and keyword tokens), then insert, vector, the four graph builders, persisted
+entities, EI (`write_insight`). The caller owns the transaction, auto-prune and the oplog."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from ..entities import resolve_entities
 from ..lifecycle import refresh_ei
-from ..models import EdgesCreated, EntityMode, Insight
+from ..models import Category, EdgesCreated, EntityMode, Insight
+from ..text import tokens_of
 from .causal import create_causal_edges
 from .entity_edges import create_entity_edges
 from .semantic import create_semantic_edges
@@ -30,6 +32,20 @@ def resolve(store: WriteTarget, content: str, provided: list[str], mode: EntityM
     if mode != EntityMode.provided:
         known = set(store.known_entities(words_of(content)))
     return resolve_entities(content, provided, mode, known)
+
+
+def new_insight(
+    store: WriteTarget, id: str, content: str, *, category: Category, importance: int, tags: list[str],
+    entities: list[str], entity_mode: EntityMode, source: str, created_at: str, now: str,
+) -> tuple[Insight, frozenset[str]]:
+    """The insight a checked input becomes (its entities resolved against the store) and its keyword tokens.
+    `created_at`: when it happened (an import may backdate it); `now`: when it is stored."""
+    ents = resolve(store, content, entities, entity_mode)
+    ins = Insight(
+        id=id, content=content, category=category, importance=importance, tags=tags, entities=ents, source=source,
+        created_at=created_at, updated_at=created_at, stored_at=now,
+    )
+    return ins, tokens_of(content, tags, ents)
 
 
 def write_insight(

@@ -1,5 +1,5 @@
-"""The graph index: what recall reads of the graph, as compact arrays in one file beside the database that a
-process maps instead of querying (`recall/graph.py` reads it; the store writes it).
+"""The graph index file: what recall reads of the graph, as compact arrays in one file beside the database
+that a process maps instead of querying (the memo, `memo.py`, reads it; the fold, `fold.py`, writes it).
 
 Nodes are the active insights at one committed graph counter, in id order (so a node's number is its id rank).
 Per node: importance, created_at (text and epoch seconds), category and source codes, BM25 document length;
@@ -8,56 +8,32 @@ the heaviest, sorted by neighbour then type, both directions, as `Edges.adjacenc
 targets; postings (sorted nodes) per keyword token, per lower-case entity, per ASCII-folded source, and per
 stemmed term with its frequency.
 
-What changed since the file was written is named by the store's change log (`Store.graph_changes_since`): a
-reader reads those insights from the store and keeps them beside the file in memory (the delta), so the file
-is never believed for them. A writer folds the delta into a new file once it is large (`FOLD_MIN`,
-`FOLD_SHARE`), or when the file is missing, stale or damaged.
-
-Crash safety: a file is written whole under a temporary name, synced, then renamed over the old one, so a
-reader sees the old file or the new one. Its header carries the format version, the store's id and the
-committed graph counter it was read at, and a checksum of the header and of every section; a reader checks
-all of them when it maps the file, and a file that fails any check is not used (recall reads the store, and
-the next writer rebuilds it). One writer at a time (an advisory lock beside the file); readers take no lock.
+The header names the edge types and temporal sub-types whose positions the codes are: a file whose lists are
+not this release's (a type added, wherever it sorts) is rejected and written anew, never read with shifted
+codes. It also carries the format version, the store's id and the committed graph counter the file was read
+at; the file is written and checked as a `store/mapfile.py` file (checksums, atomic rename), and a file that
+fails any check is not used (recall reads the store, and the next writer rebuilds it).
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import mmap
 import os
 import time
-import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from ..models import EdgeType
+from ..store.base import IndexRow
+from ..store.mapfile import Rejected, map_file, strings, write
 
-__all__ = [
-    "EDGE_TYPES", "FOLD_MIN", "FOLD_SHARE", "MIN_ROWS", "SUB_TYPES", "GraphIndex", "IndexRow", "ascii_fold",
-    "build", "fold_rows", "open_index",
-]
+__all__ = ["EDGE_TYPES", "SUB_TYPES", "GraphIndex", "Holder", "ascii_fold", "build", "open_index"]
 
-FORMAT = 2
+FORMAT = 3  # 3: the header names the edge types and sub-types (2 did not)
 MAGIC = b"MNEMGIX1"
 SUFFIX = ".gidx"
-ALIGN = 64
-# A writer keeps the file from this many active insights on (below it the memo reads the store in
-# milliseconds), and writes it anew once the change log holds FOLD_MIN rows since it (about 30 a remember) or
-# FOLD_SHARE of the file's nodes: a fresh reader reads that delta from the store, a fold reads everything.
-MIN_ROWS = 2_000
-FOLD_MIN = 20_000
-FOLD_SHARE = 0.25
-
-
-def fold_rows(n: int) -> int:
-    """Change log rows behind a file of n nodes at which a writer writes it anew."""
-    return max(FOLD_MIN, int(FOLD_SHARE * n))
 
 # Type code = position; alphabetical, so code order is name order (the beam's tie order on one neighbour).
 EDGE_TYPES: tuple[str, ...] = tuple(sorted(str(t) for t in EdgeType))
@@ -76,20 +52,6 @@ def ascii_fold(s: str) -> str:
     return s.translate(_FOLD)
 
 
-class IndexRow(NamedTuple):
-    """One active insight as the index holds it (`Store.index_rows`)."""
-
-    id: str
-    importance: int
-    created_at: str
-    category: str
-    source: str
-    tokens: list[str]  # its keyword tokens (the token postings)
-    entities: list[str]  # its entities, lower-case, distinct
-    terms: list[str] | None  # its stemmed terms in order (BM25), None when it has no BM25 row
-    n_tokens: int  # its distinct keyword tokens as the store counts them (`TokenHit.n_tokens`)
-
-
 def epoch(created_at: str) -> int:
     """RFC 3339 → epoch seconds (0 if unparsable), for ordering "newer first" with integers."""
     from datetime import datetime
@@ -102,16 +64,6 @@ def epoch(created_at: str) -> int:
 
 def path_for(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + SUFFIX)
-
-
-# ---------------------------------------------------------------------------------------------- checksums
-
-
-def _digest(buf: memoryview | bytes) -> str:
-    """Sum and xor of the section's 64-bit words (it is padded to 8 bytes): any flipped bit or zeroed page
-    changes it, and numpy reads a gigabyte in about a second on this class of machine (crc32: five)."""
-    words = np.frombuffer(buf, dtype="<u8")
-    return f"{int(words.sum(dtype=np.uint64)):016x}{int(np.bitwise_xor.reduce(words)) if words.size else 0:016x}"
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -229,107 +181,21 @@ class Holder:
         return self._cached
 
 
-class Rejected(NamedTuple):
-    """Why a file at the path was not used (`mnemon status`)."""
-
-    path: Path
-    reason: str
-    identity: tuple[int, int, int] | None = None
-
-
 def open_index(path: Path, *, uid: int | None, counter: int) -> GraphIndex | Rejected | None:
-    """The index at `path` if it is whole, of this store (`uid`) and not ahead of its committed `counter`;
-    a `Rejected` saying why not; None without a file."""
+    """The index at `path` if it is whole, of this store (`uid`), not ahead of its committed `counter` and
+    coded with this release's edge types; a `Rejected` saying why not; None without a file."""
     got = map_file(path, MAGIC, FORMAT, uid=uid, counter=counter)
     if got is None or isinstance(got, Rejected):
         return got
     mm, header, identity = got
+    for key, names in (("edge_types", EDGE_TYPES), ("sub_types", SUB_TYPES)):
+        if header.get(key) != list(names):
+            mm.close()
+            return Rejected(path, f"{key.replace('_', ' ')} {header.get(key)} (this release codes {list(names)})")
     return GraphIndex(path, mm, header, identity)
 
 
-def map_file(
-    path: Path, magic: bytes, fmt: int, *, uid: int | None, counter: int, copy: bool = False
-) -> tuple[mmap.mmap, dict, tuple[int, int, int]] | Rejected | None:
-    """(mapping, header, identity) of a checked file written by `_write` (this magic and format, this store,
-    its "counter" not ahead of `counter`); `copy`: a private copy-on-write mapping the caller may write to."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        return Rejected(path, f"unreadable: {e.strerror}")
-    try:
-        st = os.fstat(fd)
-        if st.st_size < 24:
-            return Rejected(path, "torn: shorter than its header")
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_COPY if copy else mmap.ACCESS_READ)
-    except (OSError, ValueError) as e:
-        return Rejected(path, f"unreadable: {e}")
-    finally:
-        os.close(fd)
-    reason = _check(mm, st.st_size, magic, fmt)
-    if isinstance(reason, str):
-        mm.close()
-        return Rejected(path, reason)
-    header = reason
-    if uid is None or header["uid"] != uid:
-        mm.close()
-        return Rejected(path, "written for another store")
-    if header["counter"] > counter:
-        mm.close()
-        return Rejected(path, f"ahead of the store (counter {header['counter']} > {counter})")
-    return mm, header, (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _check(mm: mmap.mmap, size: int, magic: bytes, fmt: int) -> dict | str:
-    """The header when the file is whole, else what is wrong with it."""
-    if mm[:8] != magic:
-        return "not an index file (bad magic)"
-    n = int.from_bytes(mm[8:16], "little")
-    crc = int.from_bytes(mm[16:24], "little")
-    if 24 + n > size:
-        return "torn: header runs past the end"
-    raw = mm[24 : 24 + n]
-    if zlib.crc32(raw) != crc:
-        return "damaged: header checksum"
-    try:
-        header = json.loads(raw)
-    except ValueError:
-        return "damaged: header unreadable"
-    if header.get("format") != fmt:
-        return f"format {header.get('format')} (this release reads {fmt})"
-    if header.get("size") != size:
-        return f"torn: {size} bytes, header says {header.get('size')}"
-    for name, (dtype, count, offset, nbytes, digest) in header["sections"].items():
-        padded = (nbytes + 7) // 8 * 8
-        if offset + padded > size or count * np.dtype(dtype).itemsize != nbytes:
-            return f"damaged: section {name} out of bounds"
-        if _digest(memoryview(mm)[offset : offset + padded]) != digest:
-            return f"damaged: section {name} checksum"
-    return header
-
-
 # ---------------------------------------------------------------------------------------------- writing
-
-
-@contextmanager
-def writer_lock(path: Path) -> Iterator[bool]:
-    """One writer of the file at a time: True when this process holds the lock (False: another is writing,
-    or the directory is not writable)."""
-    try:
-        fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
 
 
 def build(
@@ -372,9 +238,9 @@ def build(
             for t, tf in Counter(r.terms).items():
                 term.setdefault(t, []).append((i, tf))
     sections: dict[str, np.ndarray] = {
-        "ids": _strings(ids),
+        "ids": strings(ids),
         "importance": np.fromiter((r.importance for r in rows), dtype=np.int16, count=n),
-        "created": _strings([r.created_at for r in rows]),
+        "created": strings([r.created_at for r in rows]),
         "created_key": np.fromiter((epoch(r.created_at) for r in rows), dtype=np.int64, count=n),
         "cat": cat,
         "src": src,
@@ -387,15 +253,10 @@ def build(
     sections.update(_postings("term", {k: ([p[0] for p in v], [p[1] for p in v]) for k, v in term.items()}))
     header = {
         "format": FORMAT, "uid": uid, "counter": counter, "built_at": time.time(), "n": n, "n_docs": n_docs,
-        "total_terms": total, "cat_names": cat_names, "src_names": src_names,
+        "total_terms": total, "cat_names": cat_names, "src_names": src_names, "edge_types": list(EDGE_TYPES),
+        "sub_types": list(SUB_TYPES),
     }
-    return _write(path, header, sections)
-
-
-def _strings(values: list[str]) -> np.ndarray:
-    enc = [v.encode() for v in values]
-    width = max((len(e) for e in enc), default=1) or 1
-    return np.array(enc, dtype=f"S{width}")
+    return write(path, header, sections, MAGIC)
 
 
 def _csr(node: dict[str, int], edges: Iterable[tuple[str, str, str, float | None, str | None]], n: int) -> dict[str, np.ndarray]:
@@ -439,70 +300,7 @@ def _postings(kind: str, post: dict[str, tuple[list[int], list[int] | None]]) ->
     ptr = np.zeros(len(keys) + 1, dtype=np.int64)
     np.cumsum([len(post[k][0]) for k in keys], out=ptr[1:]) if keys else None
     nodes = np.fromiter((i for k in keys for i in post[k][0]), dtype=np.int32, count=int(ptr[-1]))
-    out = {f"{kind}_keys": _strings(keys), f"{kind}_ptr": ptr, f"{kind}_nodes": nodes}
+    out = {f"{kind}_keys": strings(keys), f"{kind}_ptr": ptr, f"{kind}_nodes": nodes}
     if kind == "term":
         out["term_tf"] = np.fromiter((f for k in keys for f in post[k][1] or ()), dtype=np.int32, count=int(ptr[-1]))
     return out
-
-
-def _write(path: Path, header: dict, sections: dict[str, np.ndarray], magic: bytes = MAGIC) -> int:
-    """Header and sections to a temporary file, synced, renamed over `path`."""
-    layout: dict[str, list] = {}
-    blobs: list[tuple[int, bytes]] = []
-    offset = 0
-    for name, arr in sections.items():
-        arr = np.ascontiguousarray(arr)
-        data = arr.tobytes()
-        padded = data + b"\0" * (-len(data) % 8)
-        layout[name] = [arr.dtype.str, int(arr.shape[0]), offset, len(data), _digest(padded)]
-        blobs.append((offset, padded))
-        offset += len(padded) + (-len(padded) % ALIGN)
-    # Sections start after a header region sized for the JSON with room for the offsets' digits.
-    rel = json.dumps({**header, "sections": layout, "size": offset}).encode()
-    base = 24 + len(rel) + 32 * (len(layout) + 1)
-    base += -base % ALIGN
-    size = base + offset
-    head = {**header, "sections": {k: [v[0], v[1], base + v[2], v[3], v[4]] for k, v in layout.items()}, "size": size}
-    raw = json.dumps(head).encode()
-    assert 24 + len(raw) <= base
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(magic + len(raw).to_bytes(8, "little") + zlib.crc32(raw).to_bytes(8, "little") + raw)
-        f.write(b"\0" * (base - 24 - len(raw)))
-        for off, blob in blobs:
-            f.seek(base + off)
-            f.write(blob)
-        f.truncate(size)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-    return size
-
-
-def remove_leftovers(path: Path) -> None:
-    """Temporary files of writers that died (kill -9 during a fold)."""
-    for p in path.parent.glob(path.name + ".tmp-*"):
-        try:
-            pid = int(p.name.rsplit("-", 1)[1])
-        except ValueError:
-            continue
-        if pid == os.getpid() or not _alive(pid):
-            p.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -3,7 +3,7 @@ touched gets a dense index; its attributes (importance, created_at, category, so
 (neighbour index, edge type code, weight — both directions, one entry per neighbour and type, sorted by
 neighbour id then type) are fetched once, in batches, and reused by later queries.
 
-Where the store keeps a graph index file (`store/gindex.py`), the memo starts from it: the file's nodes are the
+Where the store keeps a graph index file (`index.py`, kept by `fold.py`), the memo starts from it: the file's nodes are the
 first dense indices (in id order), their attributes, adjacency and postings are read from the mapping, and only
 the insights the store's change log names since the file was written (the delta) are read from the store, as
 above. The file is never believed for those.
@@ -23,17 +23,30 @@ import threading
 import weakref
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
 from ..entities import ACRONYM_STOPWORDS
 from ..store import Filters, Store, TokenHit
 from ..store.base import BM25_B, BM25_IDF_FLOOR, BM25_K1, capped
-from ..store.gindex import EDGE_TYPES, SUB_CODE, SUB_TYPES, TYPE_CODE, GraphIndex, ascii_fold, epoch
-from .traverse import Edges
+from .fold import index_file
+from .index import SUB_CODE, TYPE_CODE, GraphIndex, ascii_fold, epoch
 
-__all__ = ["EDGE_TYPES", "SUB_TYPES", "GraphView", "graph_view", "tally"]
+__all__ = ["Edges", "GraphView", "graph_view", "tally"]
+
+
+class Edges(NamedTuple):
+    """Edges of some nodes inside one set of flat arrays: node k's edges are positions start[k] to
+    start[k] + degree[k] of nbr / etype / weight, sorted by neighbour id, then edge type code."""
+
+    start: np.ndarray  # int64 per node
+    degree: np.ndarray  # int64 per node
+    nbr: np.ndarray  # int64 node index
+    etype: np.ndarray  # int64 edge type code (index into φ; codes in type-name order)
+    weight: np.ndarray  # float64
+    sub: np.ndarray | None = None  # int64 temporal sub-type code (`index.SUB_TYPES`), where the graph has them
+
 
 _views: weakref.WeakKeyDictionary[Store, GraphView] = weakref.WeakKeyDictionary()
 
@@ -207,7 +220,7 @@ class GraphView:
         version = store.graph_version()
         if version == self._version:
             return
-        gx = store.graph_index()
+        gx = index_file(store)
         if gx is not self._gx:
             self._attach(gx, version)
             return
