@@ -42,6 +42,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import beam as B
 from benchmarks import lme
 from benchmarks import locomo as L
+from mnemon_core.recall.constants import SIGNALS
 
 KINDS = ("mnemon-local", "mnemon-none")
 BASELINES = ("fts5", "dense", "rrf", "rrf-dense0.5")
@@ -55,6 +56,7 @@ NONE_GRID: dict[str, tuple[Any, ...]] = {
     "length_cap": (None, 1.5, 3.0, 6.0),
 }
 # Stage 2, on mnemon-local: the similarity term's share of the rerank, the vector ranking's own vote.
+SIMILARITY = "similarity"  # the rerank signal whose share stage 2 chooses
 VECTOR_GRID: dict[str, tuple[Any, ...]] = {
     "share": (0.1, 0.15, 0.25, 0.35),
     "vector_vote": (0.0, 0.1, 0.2, 0.4),
@@ -126,9 +128,8 @@ def none_candidates(grid: dict[str, tuple[Any, ...]] = NONE_GRID) -> list[L.Fitt
 
 def with_share(base: L.Fitted, share: float) -> L.Fitted:
     """`base` with the weights with vectors = its no-vector weights × (1 - share), `share` on similarity."""
-    nv = base.no_vectors
-    return dataclasses.replace(base, vectors=L._normalised([nv[0] * (1 - share), nv[1] * (1 - share), share,
-                                                            nv[3] * (1 - share)]))
+    w = [share if n == SIMILARITY else v * (1 - share) for n, v in zip(SIGNALS, base.no_vectors)]
+    return dataclasses.replace(base, vectors=L._normalised(w))
 
 
 def vector_candidates(base: L.Fitted, grid: dict[str, tuple[Any, ...]] = VECTOR_GRID) -> list[L.Fitted]:
@@ -142,7 +143,7 @@ def describe(f: L.Fitted, vectors: bool) -> str:
     parts = [f"margin {f.update_margin:g}", f"hops {f.hops}", f"reply {f.reply:g}", f"preference {f.preference:g}",
              f"length cap {f.length_cap:g}" if f.length_cap is not None else "no length cap"]
     if vectors:
-        parts += [f"share {f.vectors[2]:g}", f"vector vote {f.vector_vote:g}"]
+        parts += [f"share {f.vectors[SIGNALS.index(SIMILARITY)]:g}", f"vector vote {f.vector_vote:g}"]
     return ("shipped: " if f == shipped else "") + ", ".join(parts)
 
 
@@ -255,7 +256,8 @@ def _levers_table(table: Table, picked: Sequence[tuple[str, Benchmarks, Benchmar
             *(f"{bench} {kind.split('-')[1]} R@1 / R@10: fitted (shipped)" for kind in kinds for bench in vectors)]
     lines = ["| " + " | ".join(head) + " |", "| --- | --- | ---: |" + " ---: |" * (len(head) - 3)]
     for name, _, test, first, second in picked:
-        cells = [name, describe(first, False), f"{second.vectors[2]:g}, {second.vector_vote:g}" if second else "-"]
+        share = f"{second.vectors[SIGNALS.index(SIMILARITY)]:g}, {second.vector_vote:g}" if second else "-"
+        cells = [name, describe(first, False), share]
         for kind in kinds:
             got = second if kind == "mnemon-local" else first
             part = restrict(test, vectors) if kind == "mnemon-local" else test

@@ -54,6 +54,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/locomo.py` as well as `pytho
 
 from mnemon_core.embed.base import BaseEmbedder
 from mnemon_core.embed.local import E5_MAX_WINDOWS, LocalEmbedder
+from mnemon_core.recall.constants import SIGNALS, VECTOR_SIGNALS
 from mnemon_core.text import tokenize
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -653,11 +654,11 @@ class Variant:
     recipe: str = "hybrid"
 
 
-def _rerank(kw: float, ent: float, sim: float, graph: float) -> Callable[[Any], Any]:
+def _rerank(**weights: float) -> Callable[[Any], Any]:
     def change(config: Any) -> Any:
         from mnemon_core.recall.config import RerankWeights
 
-        w = RerankWeights(keyword=kw, entity=ent, similarity=sim, graph=graph)
+        w = RerankWeights(weights)
         return config.model_copy(update={"rerank_weights": dict.fromkeys(config.rerank_weights, w),
                                          "rerank_weights_no_vectors": None})
 
@@ -665,12 +666,14 @@ def _rerank(kw: float, ent: float, sim: float, graph: float) -> Callable[[Any], 
 
 
 def _no_graph(config: Any) -> Any:
+    from mnemon_core.recall.config import RerankWeights
+
     update: dict[str, Any] = {
-        "rerank_weights": {i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights.items()}
+        "rerank_weights": {i: RerankWeights({**w.root, "graph": 0.0}) for i, w in config.rerank_weights.items()}
     }
     if config.rerank_weights_no_vectors is not None:
         update["rerank_weights_no_vectors"] = {
-            i: w.model_copy(update={"graph": 0.0}) for i, w in config.rerank_weights_no_vectors.items()
+            i: RerankWeights({**w.root, "graph": 0.0}) for i, w in config.rerank_weights_no_vectors.items()
         }
     return config.model_copy(update=update)
 
@@ -732,13 +735,14 @@ VARIANTS = (
     Variant("spec (= recall --recipe spec)", _same, recipe="spec"),
     Variant("spec, rerank graph weight 0", _no_graph, recipe="spec"),
     Variant("spec, no recency signal", _same, recency=False, recipe="spec"),
-    Variant("spec, Go v0.1.15 fixed weights .30/.15/.35/.20", _rerank(0.30, 0.15, 0.35, 0.20), recipe="spec"),
+    Variant("spec, Go v0.1.15 fixed weights .30/.15/.35/.20",
+            _rerank(keyword=0.30, entity=0.15, similarity=0.35, graph=0.20), recipe="spec"),
     Variant("spec, anchors only (max depth 0)", _depth(0), recipe="spec"),
     Variant("spec, phi semantic 0", _phi("semantic", 0.0), recipe="spec"),
     Variant("spec, phi temporal 0", _phi("temporal", 0.0), recipe="spec"),
     Variant("spec, lambda1 0 (no edge term)", _set(lambda1=0.0), recipe="spec"),
     Variant("spec, lambda2 0 (no cosine term)", _set(lambda2=0.0), recipe="spec"),
-    Variant("spec, graph signal alone", _rerank(0.0, 0.0, 0.0, 1.0), recipe="spec"),
+    Variant("spec, graph signal alone", _rerank(graph=1.0), recipe="spec"),
 )
 
 
@@ -855,8 +859,8 @@ FIT_STEPS = (0.08, 0.04, 0.02)  # coordinate-ascent step sizes, coarse to fine
 
 @dataclass(frozen=True)
 class Fitted:
-    vectors: tuple[float, float, float, float]  # keyword, entity, similarity, graph
-    no_vectors: tuple[float, float, float, float]  # similarity 0
+    vectors: tuple[float, ...]  # the rerank weight of each signal, in SIGNALS order
+    no_vectors: tuple[float, ...]  # the signals that need vectors 0
     decay: float
     reply: float  # score factor of a message whose source is "assistant"
     similarity: str = "relative"  # the rerank's similarity term: "relative" or "cosine" (RecallConfig)
@@ -872,7 +876,7 @@ class Fitted:
         from mnemon_core.recall.config import HYBRID
 
         intent = next(iter(HYBRID.rerank_weights))
-        return cls(HYBRID.weights(intent, True), HYBRID.weights(intent, False),  # type: ignore[arg-type]
+        return cls(tuple(HYBRID.weights(intent, True).values()), tuple(HYBRID.weights(intent, False).values()),
                    HYBRID.flow.decay, HYBRID.source_factor.get("assistant", 1.0),  # type: ignore[union-attr]
                    HYBRID.similarity, HYBRID.preference_factor, HYBRID.update_margin,
                    HYBRID.flow.hops, HYBRID.bm25_length_cap, HYBRID.vector_vote)  # type: ignore[union-attr]
@@ -880,9 +884,8 @@ class Fitted:
     def config(self) -> Any:
         from mnemon_core.recall.config import HYBRID, RerankWeights
 
-        def table(w: tuple[float, float, float, float]) -> dict[Any, Any]:
-            return dict.fromkeys(HYBRID.rerank_weights, RerankWeights(
-                keyword=w[0], entity=w[1], similarity=w[2], graph=w[3]))
+        def table(w: tuple[float, ...]) -> dict[Any, Any]:
+            return dict.fromkeys(HYBRID.rerank_weights, RerankWeights(dict(zip(SIGNALS, w))))
 
         flow: dict[str, Any] = {"decay": self.decay}
         if self.hops is not None:
@@ -901,7 +904,7 @@ class Fitted:
         return HYBRID.model_copy(update=update)
 
 
-def _normalised(w: Sequence[float]) -> tuple[float, float, float, float]:
+def _normalised(w: Sequence[float]) -> tuple[float, ...]:
     w = [max(0.0, x) for x in w]
     total = sum(w) or 1.0
     return tuple(round(x / total, 4) for x in w)  # type: ignore[return-value]
@@ -930,7 +933,8 @@ def fit(
     mnemon-none, the reply factor on both (on the one of `kinds` alone when only one is given)."""
     best = start
     searches: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-        ("mnemon-local", "vectors", (0, 1, 2, 3)), ("mnemon-none", "no_vectors", (0, 1, 3)),
+        ("mnemon-local", "vectors", tuple(range(len(SIGNALS)))),
+        ("mnemon-none", "no_vectors", tuple(i for i, n in enumerate(SIGNALS) if n not in VECTOR_SIGNALS)),
         ("mnemon-local", "decay", (0,)), ("both", "reply", (0,)))
     for kind, field, slots in searches:
         if kind == "both" and len(kinds) == 1:

@@ -17,7 +17,7 @@ import numpy as np
 from mnemon_core.models import Intent
 from mnemon_core.recall.anchors import Anchor
 from mnemon_core.recall.config import RecallConfig
-from mnemon_core.recall.constants import LAMBDA1, LAMBDA2, SUPERSEDED_FACTOR
+from mnemon_core.recall.constants import LAMBDA1, LAMBDA2, SIGNALS, SUPERSEDED_FACTOR
 from mnemon_core.graph import EDGE_TYPES, GraphView
 from mnemon_core.recall.rerank import Scored
 from mnemon_core.store import Filters
@@ -116,28 +116,27 @@ def rerank(
     traversal: Mapping[str, float],
     via: Mapping[str, str],
     *,
-    weights: tuple[float, float, float, float],
-    keyword: Mapping[str, float],
-    entity: Mapping[str, float],
+    weights: Mapping[str, float],
+    matched: Mapping[str, Mapping[str, float]],
     similarity: Callable[[str], float] | None = None,
     superseded: Collection[str] = (),
     superseded_factor: float = SUPERSEDED_FACTOR,
 ) -> list[Scored]:
-    """Score every candidate (unsorted). `similarity(id)` is the calibrated cosine (None: no vectors)."""
-    w_kw, w_ent, w_sim, w_gr = weights
+    """Score every candidate (unsorted): Σ weight × signal over SIGNALS. `matched`: the signals an insight has
+    only when it matches (keyword, entity), by name, id → value; `similarity(id)` is the calibrated cosine
+    (None: no vectors)."""
     graph = graph_scores(traversal)
     out: list[Scored] = []
     for id_, g in graph.items():
-        kw = keyword.get(id_, 0.0)
-        ent = entity.get(id_, 0.0)
-        sim = 0.0
-        if similarity is not None:
-            sim = max(0.0, similarity(id_))
-        score = w_kw * kw + w_ent * ent + w_sim * sim + w_gr * g
+        found = {n: values.get(id_, 0.0) for n, values in matched.items()}
+        found["graph"] = g
+        found["similarity"] = max(0.0, similarity(id_)) if similarity is not None else 0.0
+        signals = {n: found[n] for n in SIGNALS}
+        score = sum(weights[n] * v for n, v in signals.items())
         sup = id_ in superseded
         if sup:
             score *= superseded_factor
-        out.append(Scored(id_, score, via.get(id_, ""), kw, ent, sim, g, sup))
+        out.append(Scored(id_, score, via.get(id_, ""), signals, sup))
     return out
 
 
@@ -209,8 +208,8 @@ def run_reference(
         walked.scores,
         walked.via,
         weights=config.weights(intent, cosine is not None),
-        keyword={view.ids[n]: v for n, v in zip(sig.keyword[0].tolist(), sig.keyword[1].tolist())},
-        entity={view.ids[n]: v for n, v in zip(sig.entity[0].tolist(), sig.entity[1].tolist())},
+        matched={name: {view.ids[n]: v for n, v in zip(nodes.tolist(), values.tolist())}
+                 for name, (nodes, values) in sig.matched.items()},
         similarity=cosine,
         superseded=superseded,
         superseded_factor=config.superseded_factor,

@@ -84,7 +84,7 @@ def test_a_length_cap_ranks_a_long_memory_by_the_words_it_holds(mem: Memory) -> 
         config = HYBRID.model_copy(update={"bm25_length_cap": cap})
         found = smart_recall(mem.store, QUERY, intent=detect_intent(QUERY), intent_source="auto", limit=3,
                              scope=scope_of(None, None), config=config)
-        return [(r.id, round(r.keyword, 3)) for r in found.results]
+        return [(r.id, round(r.signals["keyword"], 3)) for r in found.results]
 
     assert HYBRID.bm25_length_cap is None and SPEC.bm25_length_cap is None
     assert [i for i, _ in top(None)] == ["s1", "long", "s4"]
@@ -503,7 +503,7 @@ def test_hybrid_scores_the_cosine_relative_to_the_querys_nearest(data_dir: Path)
         # Fewer memories above the vector threshold (0.1) than anchors per signal: the floor is the threshold.
         _vector_store(mem, {"a": 0.9, "b": 0.6, "c": 0.3})
         r = mem.recall(query, verbose=True, limit=3)
-        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True)
+        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True).values()
         for h in r.results:
             s = h.signals
             relative = (s.similarity - 0.1) / (0.9 - 0.1)
@@ -516,7 +516,9 @@ def test_hybrid_scores_the_cosine_relative_to_the_querys_nearest(data_dir: Path)
                            scope=scope_of(None, None), vectors=vectors,
                            config=HYBRID.model_copy(update={"similarity": "cosine"}))
         for h in out.results:
-            assert h.score == pytest.approx(kw * h.keyword + ent * h.entity + sim * h.similarity + graph * h.graph)
+            s = h.signals
+            assert h.score == pytest.approx(kw * s["keyword"] + ent * s["entity"] + sim * s["similarity"]
+                                            + graph * s["graph"])
 
 
 def test_the_floor_is_the_cosine_of_the_last_vector_anchor(data_dir: Path) -> None:
@@ -532,7 +534,7 @@ def test_the_floor_is_the_cosine_of_the_last_vector_anchor(data_dir: Path) -> No
         _vector_store(mem, cos)
         r = mem.recall(query, verbose=True, limit=5)
         floor = cos[f"m{k - 1:03d}"]
-        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True)
+        kw, ent, sim, graph = HYBRID.weights(next(iter(HYBRID.rerank_weights)), True).values()
         for h in r.results:
             s = h.signals
             relative = max(0.0, (s.similarity - floor) / (0.95 - floor))

@@ -8,13 +8,16 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError as PydanticValidationError
 
 from mnemon_core.graph import Edges
 from mnemon_core.models import Intent
 from mnemon_core.recall import output
 from mnemon_core.recall.anchors import Anchor, fuse, rrf, top_ranked, vector_ranking
 from mnemon_core.recall.config import SPEC, RecallConfig, RerankWeights
-from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, TRAVERSAL
+from mnemon_core.recall.constants import EDGE_WEIGHTS, RERANK_WEIGHTS, SIGNALS, TRAVERSAL
 from mnemon_core.recall.rerank import Scored, top_arrays, why_order
 from mnemon_core.recall.results import confidence, excerpt, round_score
 from mnemon_core.recall.traverse import beam_search_arrays
@@ -149,18 +152,40 @@ def test_spec_traversal_budgets_and_weights():
         Intent.ENTITY: [0.10, 0.05, 0.55, 0.30], Intent.GENERAL: [0.25, 0.25, 0.25, 0.25],
     }
     assert SPEC.phi(Intent.WHY)["supersedes"] == 0.0
-    assert RERANK_WEIGHTS[Intent.WHY] == (0.10, 0.10, 0.30, 0.50)
-    assert RERANK_WEIGHTS[Intent.ENTITY] == (0.20, 0.40, 0.20, 0.20)
+    assert SIGNALS == ("keyword", "entity", "similarity", "graph")
+    assert RERANK_WEIGHTS[Intent.WHY] == {"keyword": 0.10, "entity": 0.10, "similarity": 0.30, "graph": 0.50}
+    assert RERANK_WEIGHTS[Intent.ENTITY] == {"keyword": 0.20, "entity": 0.40, "similarity": 0.20, "graph": 0.20}
 
 
 # ---------------------------------------------------------------- rerank and WHY order
 
 
 def test_rerank_weights_renormalise_without_vectors():
-    w = RerankWeights(keyword=0.10, entity=0.10, similarity=0.30, graph=0.50)
-    assert w.effective(True) == (0.10, 0.10, 0.30, 0.50)
-    kw, ent, sim, gr = w.effective(False)
-    assert (kw, ent, sim, gr) == pytest.approx((0.10 / 0.7, 0.10 / 0.7, 0.0, 0.50 / 0.7))
+    w = RerankWeights({"graph": 0.50, "keyword": 0.10, "similarity": 0.30, "entity": 0.10})
+    assert list(w.effective(True).items()) == [("keyword", 0.10), ("entity", 0.10), ("similarity", 0.30),
+                                               ("graph", 0.50)]  # in SIGNALS order, whatever the table's
+    assert list(w.effective(False).values()) == pytest.approx([0.10 / 0.7, 0.10 / 0.7, 0.0, 0.50 / 0.7])
+    # A signal the table does not name weighs 0; a name that is no signal is refused, naming it.
+    assert RerankWeights({"graph": 1.0}).effective(False) == {"keyword": 0.0, "entity": 0.0, "similarity": 0.0,
+                                                              "graph": 1.0}
+    with pytest.raises(PydanticValidationError, match="unknown rerank signal 'recency'"):
+        RerankWeights({"recency": 0.5})
+
+
+@given(st.dictionaries(st.sampled_from(SIGNALS), st.floats(0, 1)), st.text(min_size=1))
+def test_rerank_weights_by_name_any_table(table: dict[str, float], name: str) -> None:
+    """Any table of signal names: every signal weighed, in SIGNALS order; without vectors the similarity drops
+    out and the rest sum to 1 (or all 0); a name that is no signal is refused whatever the table holds."""
+    w = RerankWeights(table)
+    assert list(w.effective(True)) == list(SIGNALS)
+    assert w.effective(True) == {n: table.get(n, 0.0) for n in SIGNALS}
+    without = w.effective(False)
+    assert list(without) == list(SIGNALS) and without["similarity"] == 0.0
+    kept = sum(v for n, v in table.items() if n != "similarity")
+    assert sum(without.values()) == pytest.approx(1.0 if kept > 0 else 0.0)
+    if name not in SIGNALS:
+        with pytest.raises(PydanticValidationError, match="unknown rerank signal"):
+            RerankWeights({**table, name: 0.5})
 
 
 def test_graph_scores_min_max_and_all_zero_when_equal():
@@ -170,17 +195,19 @@ def test_graph_scores_min_max_and_all_zero_when_equal():
 
 def test_rerank_formula_and_supersede_demotion():
     out = {s.id: s for s in rerank(
-        {"a": 1.0, "b": 3.0}, {"a": "keyword", "b": "causal"}, weights=(0.1, 0.1, 0.3, 0.5),
-        keyword={"a": 0.5}, entity={"b": 1.0}, similarity=lambda i: {"a": 0.8, "b": -0.2}[i], superseded={"b"},
+        {"a": 1.0, "b": 3.0}, {"a": "keyword", "b": "causal"},
+        weights={"keyword": 0.1, "entity": 0.1, "similarity": 0.3, "graph": 0.5},
+        matched={"keyword": {"a": 0.5}, "entity": {"b": 1.0}}, similarity=lambda i: {"a": 0.8, "b": -0.2}[i],
+        superseded={"b"},
     )}
     assert out["a"].score == pytest.approx(0.1 * 0.5 + 0.3 * 0.8)
     assert out["b"].score == pytest.approx((0.1 * 1.0 + 0.5 * 1.0) * 0.25)
     assert out["b"].superseded and not out["a"].superseded
-    assert out["b"].similarity == 0.0  # only a positive cosine counts
+    assert out["b"].signals["similarity"] == 0.0  # only a positive cosine counts
 
 
 def test_rank_breaks_ties_by_importance_newer_then_id():
-    s = [Scored(i, 0.5, "", 0, 0, 0, 0, False) for i in ("d", "c", "b", "a")] + [Scored("z", 0.9, "", 0, 0, 0, 0, False)]
+    s = [Scored(i, 0.5, "", _none(), False) for i in ("d", "c", "b", "a")] + [Scored("z", 0.9, "", _none(), False)]
     meta = {"a": (3, "2026-01-01T00:00:00Z"), "b": (3, "2026-03-01T00:00:00Z"), "c": (5, "2025-01-01T00:00:00Z"),
             "d": (3, "2026-01-01T00:00:00Z"), "z": (1, "2020-01-01T00:00:00Z")}
     assert [r.id for r in rank(s, meta)] == ["z", "c", "b", "a", "d"]
@@ -193,8 +220,13 @@ def test_rank_breaks_ties_by_importance_newer_then_id():
         assert [s[r].id for r in rows] == [r.id for r in rank(s, meta, limit)]
 
 
+def _none(**signals: float) -> dict[str, float]:
+    """Every rerank signal 0 but those given."""
+    return {n: signals.get(n, 0.0) for n in SIGNALS}
+
+
 def _scored(*ids: str) -> list[Scored]:
-    return [Scored(i, 1.0 - k / 10, "", 0, 0, 0, 0, False) for k, i in enumerate(ids)]
+    return [Scored(i, 1.0 - k / 10, "", _none(), False) for k, i in enumerate(ids)]
 
 
 def test_why_order_puts_causes_first_ready_nodes_by_rank():
@@ -224,7 +256,7 @@ def test_round_score_half_away_from_zero_and_confidence_from_the_rounded_score()
 
 
 def _hits(n: int, keyword: float = 0.5, similarity: float = 0.0) -> list[Scored]:
-    return [Scored(f"i{k}", 0.5, "keyword", keyword, 0.0, similarity, 0.0, False) for k in range(n)]
+    return [Scored(f"i{k}", 0.5, "keyword", _none(keyword=keyword, similarity=similarity), False) for k in range(n)]
 
 
 def test_hint_is_sparse_below_half_the_limit_integer_division():

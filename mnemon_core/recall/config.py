@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from ..errors import ValidationError
 from ..models import EdgeType, Intent
@@ -33,22 +33,28 @@ class Traversal(BaseModel):
     max_visited: int = Field(ge=1, description="nodes discovered per anchor (the anchor counts 1)")
 
 
-class RerankWeights(BaseModel):
+class RerankWeights(RootModel[dict[str, float]]):
+    """The rerank's weight of each signal, by name (`constants.SIGNALS`); a signal not named weighs 0."""
+
     model_config = ConfigDict(frozen=True)
 
-    keyword: float
-    entity: float
-    similarity: float
-    graph: float
+    @field_validator("root")
+    @classmethod
+    def _known(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(weights) - set(C.SIGNALS))
+        if unknown:
+            raise ValueError(f"unknown rerank signal {unknown[0]!r}: use {', '.join(C.SIGNALS)}")
+        return weights
 
-    def effective(self, has_vectors: bool) -> tuple[float, float, float, float]:
-        """(kw, ent, sim, graph); without vectors similarity drops out and the rest are rescaled to sum 1."""
+    def effective(self, has_vectors: bool) -> dict[str, float]:
+        """The weight of every signal, in `SIGNALS` order; without vectors the signals that need them drop out
+        and the rest are rescaled to sum 1."""
+        weights = {n: self.root.get(n, 0.0) for n in C.SIGNALS}
         if has_vectors:
-            return self.keyword, self.entity, self.similarity, self.graph
-        total = self.keyword + self.entity + self.graph
-        if total <= 0:
-            return 0.0, 0.0, 0.0, 0.0
-        return self.keyword / total, self.entity / total, 0.0, self.graph / total
+            return weights
+        kept = {n: w for n, w in weights.items() if n not in C.VECTOR_SIGNALS}
+        total = sum(kept.values())
+        return {n: kept[n] / total if n in kept and total > 0 else 0.0 for n in C.SIGNALS}
 
 
 class Flow(BaseModel):
@@ -67,9 +73,7 @@ def _traversal() -> dict[Intent, Traversal]:
 
 
 def _rerank() -> dict[Intent, RerankWeights]:
-    return {
-        i: RerankWeights(keyword=k, entity=e, similarity=s, graph=g) for i, (k, e, s, g) in C.RERANK_WEIGHTS.items()
-    }
+    return {i: RerankWeights(w) for i, w in C.RERANK_WEIGHTS.items()}
 
 
 def _edge_weights() -> dict[Intent, dict[EdgeType, float]]:
@@ -141,8 +145,8 @@ class RecallConfig(BaseModel):
         "chains of the causal edges someone stated"
     )
 
-    def weights(self, intent: Intent, has_vectors: bool) -> tuple[float, float, float, float]:
-        """(kw, ent, sim, graph) of the rerank for this intent."""
+    def weights(self, intent: Intent, has_vectors: bool) -> dict[str, float]:
+        """The rerank's weight of every signal for this intent, by name in `SIGNALS` order."""
         if not has_vectors and self.rerank_weights_no_vectors is not None:
             return self.rerank_weights_no_vectors[intent].effective(True)
         return self.rerank_weights[intent].effective(has_vectors)
@@ -156,8 +160,8 @@ class RecallConfig(BaseModel):
 SPEC = RecallConfig()
 
 
-def _all_intents(kw: float, ent: float, sim: float, graph: float) -> dict[Intent, RerankWeights]:
-    return dict.fromkeys(Intent, RerankWeights(keyword=kw, entity=ent, similarity=sim, graph=graph))
+def _all_intents(weights: dict[str, float]) -> dict[Intent, RerankWeights]:
+    return dict.fromkeys(Intent, RerankWeights(weights))
 
 
 HYBRID = RecallConfig(
@@ -166,8 +170,8 @@ HYBRID = RecallConfig(
     graph="flow",
     flow=Flow(hops=C.FLOW_HOPS, decay=C.FLOW_DECAY, expand=C.FLOW_EXPAND, sub_type_factor=dict(C.FLOW_SUB_TYPE)),
     edge_weights={i: dict(w) for i, w in C.FLOW_EDGE_WEIGHTS.items()},
-    rerank_weights=_all_intents(*C.HYBRID_WEIGHTS),
-    rerank_weights_no_vectors=_all_intents(*C.HYBRID_WEIGHTS_NO_VECTORS),
+    rerank_weights=_all_intents(C.HYBRID_WEIGHTS),
+    rerank_weights_no_vectors=_all_intents(C.HYBRID_WEIGHTS_NO_VECTORS),
     similarity="relative",
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),

@@ -31,13 +31,16 @@ TRAVERSAL: dict[Intent, tuple[int, int, int]] = {
     Intent.GENERAL: (10, 4, 500),
 }
 
-# Step 4: rerank weights (keyword, entity, similarity, graph) per intent (spec §5.2 Step 4); without
-# vectors the similarity weight drops out and the others are renormalised to sum to 1.
-RERANK_WEIGHTS: dict[Intent, tuple[float, float, float, float]] = {
-    Intent.WHY: (0.10, 0.10, 0.30, 0.50),
-    Intent.WHEN: (0.15, 0.15, 0.30, 0.40),
-    Intent.ENTITY: (0.20, 0.40, 0.20, 0.20),
-    Intent.GENERAL: (0.25, 0.25, 0.25, 0.25),
+# Step 4: the rerank signals by name, in the spec's order (that of `recall --verbose`'s `signals`); a weight table
+# names the signals it weighs (one not named weighs 0). The similarity signal needs vectors: without them it
+# drops out and the other weights are renormalised to sum to 1 (spec §5.2 Step 4).
+SIGNALS = ("keyword", "entity", "similarity", "graph")
+VECTOR_SIGNALS = frozenset({"similarity"})
+RERANK_WEIGHTS: dict[Intent, dict[str, float]] = {
+    Intent.WHY: {"keyword": 0.10, "entity": 0.10, "similarity": 0.30, "graph": 0.50},
+    Intent.WHEN: {"keyword": 0.15, "entity": 0.15, "similarity": 0.30, "graph": 0.40},
+    Intent.ENTITY: {"keyword": 0.20, "entity": 0.40, "similarity": 0.20, "graph": 0.20},
+    Intent.GENERAL: {"keyword": 0.25, "entity": 0.25, "similarity": 0.25, "graph": 0.25},
 }
 SUPERSEDED_FACTOR = 0.25  # [L] score × this for any target of a `supersedes` edge
 
@@ -90,12 +93,12 @@ UPDATE_MARGIN = 0.1
 UPDATE_MIN_OVERLAP = 0.5
 # Anchors per signal: more than the spec's 20, since the flow ranks their neighbourhood too.
 HYBRID_ANCHOR_TOP_K = 100
-# Rerank weights (keyword, entity, similarity, graph), the same for every intent. Without vectors: fitted by
+# Rerank weights by signal, the same for every intent. Without vectors: fitted by
 # two-fold cross-validation on the LoCoMo dev conversations; with vectors: the same weights × (1 - 0.25) and 0.25
 # on similarity (the `relative` term: RecallConfig.similarity), the share and the term chosen by cross-validation
 # over LoCoMo and BEAM (benchmarks/fit.py; RESULTS.md, "BEAM").
-HYBRID_WEIGHTS_NO_VECTORS = (0.4459, 0.2508, 0.0, 0.3033)
-HYBRID_WEIGHTS = (0.3344, 0.1881, 0.25, 0.2275)
+HYBRID_WEIGHTS_NO_VECTORS = {"keyword": 0.4459, "entity": 0.2508, "similarity": 0.0, "graph": 0.3033}
+HYBRID_WEIGHTS = {"keyword": 0.3344, "entity": 0.1881, "similarity": 0.25, "graph": 0.2275}
 # Evidence confidence (evidence.py): the weighted share of the query's terms and entities a result holds.
 # At least this share is "high", at least the medium share (or a calibrated cosine of at least
 # CONFIDENCE_MIN_SIMILARITY: a paraphrase) "medium", anything less "low", whatever the score.

@@ -31,7 +31,7 @@ def verbose(
     hits = [
         VerboseHit(
             insight=insights[r.id], score=r.score, intent=intent, via=r.via,
-            signals=Signals(keyword=r.keyword, entity=r.entity, similarity=r.similarity, graph=r.graph),
+            signals=Signals(**r.signals),
             superseded=r.superseded, confidence=labels[i] if labels is not None else "",
         )
         for i, r in enumerate(results)

@@ -12,7 +12,7 @@ the same steps (`tests/reference_engine.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -25,13 +25,13 @@ from ..store.base import AnnSearch
 from ..text import terms, token_set
 from .anchors import Anchor, fuse, top_ranked, vector_ranking
 from .config import SPEC, RecallConfig
-from .constants import ROLE_SOURCES, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
+from .constants import ROLE_SOURCES, SIGNALS, VIA_ENTITY, VIA_KEYWORD, VIA_TIME, VIA_VECTOR
 from .evidence import causal_support, coverage, forward, label, query_keys, sure_causal
 from .flow import relevance_flow
 from ..graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
 from .prior import asks_for_help, asks_what_you_said, preference_factor, source_factor
-from .rerank import Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
+from .rerank import GRAPH, Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
 from .updates import newer_first
@@ -72,9 +72,9 @@ class Outcome(NamedTuple):
 
 class _Signals(NamedTuple):
     anchors: list[Anchor]
-    # (sorted nodes holding a query token, their keyword score: share of the tokens held, or BM25 / the best)
-    keyword: tuple[np.ndarray, np.ndarray]
-    entity: tuple[np.ndarray, np.ndarray]  # (sorted nodes naming a query entity, share of the entities named)
+    # The rerank signals a node has only when it matches, by name: (its sorted nodes, their values) — keyword:
+    # share of the query's tokens held, or BM25 / the best; entity: share of the query's entities named.
+    matched: dict[str, tuple[np.ndarray, np.ndarray]]
     cosines: np.ndarray | None  # calibrated cosine per vector-matrix row (float64), None without vectors
     cosine_of: Callable[[np.ndarray], np.ndarray] | None  # node indices → calibrated cosine (0 without a vector)
     similarity_range: tuple[float, float] | None  # (floor, best) of the `relative` similarity term, else None
@@ -141,7 +141,7 @@ def _labels(
     posts = view.term_postings(qterms, config.bm25_length_cap)  # the keyword signal's, memoised
     keys = query_keys(qterms, [p[0] for p in posts], sig.entity_keys, sig.entity_posts)
     covered = coverage(view.intern([r.id for r in results]), keys)
-    return {r.id: label(float(c), r.similarity) for r, c in zip(results, covered)}
+    return {r.id: label(float(c), r.signals["similarity"]) for r, c in zip(results, covered)}
 
 
 # ---------------------------------------------------------------------------------------------- step 2
@@ -211,8 +211,8 @@ def _signals(
         similarity_range = (floor, float(ends[0]))
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
-    return _Signals(anchors, keyword, entity, cosines, cosine_of, similarity_range, entities, entity_posts,
-                    term_nodes, factors, prefers,
+    return _Signals(anchors, {"keyword": keyword, "entity": entity}, cosines, cosine_of, similarity_range, entities,
+                    entity_posts, term_nodes, factors, prefers,
                     _reciprocal_ranks(view, vector_rank if config.vector_vote > 0 else [], config.rrf_k))
 
 
@@ -372,16 +372,14 @@ def _run_arrays(
         bonus=bonus,
     )
     nodes = walked.nodes
-    keyword = _lookup(*sig.keyword, nodes)
-    entity = _lookup(*sig.entity, nodes)
-    similarity = cosine_of(nodes) if cosine_of is not None else None
+    found = _matched(sig, nodes)
+    if cosine_of is not None:
+        found["similarity"] = np.maximum(0.0, cosine_of(nodes))
     superseded = np.isin(nodes, view.superseded())
-    score, graph, sim = rerank_arrays(
+    score, signals = rerank_arrays(
         walked.scores,
         weights=config.weights(intent, cosine_of is not None),
-        keyword=keyword,
-        entity=entity,
-        similarity=similarity,
+        signals=found,
         superseded=superseded,
         superseded_factor=config.superseded_factor,
     )
@@ -393,10 +391,7 @@ def _run_arrays(
         node = int(nodes[r])
         code = int(walked.via_type[r])
         via = labels[ids[node]] if code < 0 else EDGE_TYPES[code]
-        out.append(
-            Scored(ids[node], float(score[r]), via, float(keyword[r]), float(entity[r]), float(sim[r]),
-                   float(graph[r]), bool(superseded[r]))
-        )
+        out.append(Scored(ids[node], float(score[r]), via, _row(signals, r), bool(superseded[r])))
     return out, int(nodes.shape[0])
 
 
@@ -408,33 +403,35 @@ def _run_flow(
         return [], 0
     assert config.flow is not None
     cosine_of = sig.cosine_of
-    w_kw, w_ent, w_sim, w_gr = config.weights(intent, cosine_of is not None)
+    w = config.weights(intent, cosine_of is not None)
     # What flows is what an insight says about the query's words and meaning; an entity match (who said it,
     # which project it names) is shared by too many neighbours to pass on (measured: docs/recall.md).
-    said = w_kw + w_sim
+    said = w["keyword"] + w["similarity"]
 
-    def signals(nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(keyword, entity, similarity, its rerank term, relevance) of nodes; relevance = keyword and
-        similarity terms weighted, scaled to [0, 1]: what the flow passes on."""
-        kw = _lookup(*sig.keyword, nodes)
-        ent = _lookup(*sig.entity, nodes)
+    def signals(nodes: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """(the signals of nodes by name but graph, the similarity's rerank term, relevance); relevance =
+        keyword and similarity terms weighted, scaled to [0, 1]: what the flow passes on."""
+        found = _matched(sig, nodes)
         sim = np.maximum(0.0, cosine_of(nodes)) if cosine_of is not None else np.zeros(nodes.shape[0])
+        found["similarity"] = sim
         term = relative_similarity(sim, *sig.similarity_range) if sig.similarity_range is not None else sim
-        rel = (w_kw * kw + w_sim * term) / said if said > 0 else np.zeros(nodes.shape[0])
-        return kw, ent, sim, term, rel
+        if said <= 0:
+            return found, term, np.zeros(nodes.shape[0])
+        return found, term, (w["keyword"] * found["keyword"] + w["similarity"] * term) / said
 
     anchor_nodes = view.intern([a.id for a in sig.anchors])
     phi_by_type = config.phi(intent)
     phi = np.array([phi_by_type.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
     sub = np.array([config.flow.sub_type_factor.get(t, 1.0) for t in SUB_TYPES], dtype=np.float64)
     flowed = relevance_flow(
-        anchor_nodes, signals(anchor_nodes)[4], _Scoped(view, scope), phi, sub,
+        anchor_nodes, signals(anchor_nodes)[2], _Scoped(view, scope), phi, sub,
         hops=config.flow.hops, decay=config.flow.decay, expand=config.flow.expand,
     )
     nodes = flowed.nodes
-    kw, ent, sim, term, _ = signals(nodes)
+    found, term, _ = signals(nodes)
+    found[GRAPH] = flowed.graph
     superseded = np.isin(nodes, view.superseded())
-    score = combine((w_kw, w_ent, w_sim, w_gr), kw, ent, term, flowed.graph, superseded, config.superseded_factor)
+    score = combine(w, {**found, "similarity": term}, superseded, config.superseded_factor)
     if config.vector_vote > 0:
         score = score + config.vector_vote * _lookup(*sig.vector_vote, nodes)
     for prior in (source_factor(view, nodes, sig.source_factor),
@@ -456,10 +453,10 @@ def _run_flow(
         id_ = ids[node]
         # Labelled with the edge it came over when the graph gave it more than its own match did.
         via = labels.get(id_, "")
-        if flowed.via_type[r] >= 0 and (not via or w_gr * flowed.graph[r] > score[r] - w_gr * flowed.graph[r]):
+        graph = w[GRAPH] * flowed.graph[r]
+        if flowed.via_type[r] >= 0 and (not via or graph > score[r] - graph):
             via = EDGE_TYPES[int(flowed.via_type[r])]
-        out.append(Scored(id_, float(score[r]), via, float(kw[r]), float(ent[r]), float(sim[r]),
-                          float(flowed.graph[r]), bool(superseded[r])))
+        out.append(Scored(id_, float(score[r]), via, _row(found, r), bool(superseded[r])))
     return out, int(nodes.shape[0])
 
 
@@ -493,6 +490,16 @@ class _Scoped:
 
     def id_rank(self, nodes: np.ndarray) -> np.ndarray:
         return self.view.id_rank(nodes)
+
+
+def _matched(sig: _Signals, nodes: np.ndarray) -> dict[str, np.ndarray]:
+    """The signals a node has only when it matches (`_Signals.matched`), of nodes, by name."""
+    return {name: _lookup(*values, nodes) for name, values in sig.matched.items()}
+
+
+def _row(signals: Mapping[str, np.ndarray], r: int) -> dict[str, float]:
+    """Row r of every signal, in `SIGNALS` order (as `recall --verbose` shows them)."""
+    return {n: float(signals[n][r]) for n in SIGNALS}
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, nodes: np.ndarray) -> np.ndarray:

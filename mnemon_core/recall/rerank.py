@@ -19,12 +19,14 @@ cause is not pushed below a chain of weaker ones.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from .constants import SUPERSEDED_FACTOR
+from .constants import SIGNALS, SUPERSEDED_FACTOR
+
+GRAPH = "graph"  # the signal the traversal gives
 
 __all__ = ["Scored", "combine", "rerank_arrays", "top_arrays", "why_chains", "why_order"]
 
@@ -33,42 +35,33 @@ class Scored(NamedTuple):
     id: str
     score: float
     via: str
-    keyword: float
-    entity: float
-    similarity: float
-    graph: float
+    signals: dict[str, float]  # each rerank signal's value, by name in `SIGNALS` order
     superseded: bool
 
 
 def rerank_arrays(
     raw: np.ndarray,
     *,
-    weights: tuple[float, float, float, float],
-    keyword: np.ndarray,
-    entity: np.ndarray,
-    similarity: np.ndarray | None,
+    weights: Mapping[str, float],
+    signals: Mapping[str, np.ndarray],
     superseded: np.ndarray,
     superseded_factor: float = SUPERSEDED_FACTOR,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Score every candidate (one row per aligned array; `similarity` None without vectors): returns
-    (final score, graph, similarity)."""
-    if raw.size == 0:
-        return raw.copy(), raw.copy(), raw.copy()
-    lo, hi = float(raw.min()), float(raw.max())
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Score every candidate (one row per aligned array; `signals`: every one but graph, by name, a missing one
+    0): returns (final score, every signal in `SIGNALS` order, graph the min-max normalised `raw`)."""
+    lo, hi = (float(raw.min()), float(raw.max())) if raw.size else (0.0, 0.0)
     span = hi - lo
     graph = (raw - lo) / span if span > 0 else np.zeros_like(raw)
-    sim = np.maximum(0.0, similarity) if similarity is not None else np.zeros_like(raw)
-    score = combine(weights, keyword, entity, sim, graph, superseded, superseded_factor)
-    return score, graph, sim
+    full = {n: graph if n == GRAPH else signals.get(n, np.zeros_like(raw)) for n in SIGNALS}
+    return combine(weights, full, superseded, superseded_factor), full
 
 
 def combine(
-    weights: tuple[float, float, float, float], keyword: np.ndarray, entity: np.ndarray, similarity: np.ndarray,
-    graph: np.ndarray, superseded: np.ndarray, superseded_factor: float = SUPERSEDED_FACTOR,
+    weights: Mapping[str, float], signals: Mapping[str, np.ndarray], superseded: np.ndarray,
+    superseded_factor: float = SUPERSEDED_FACTOR,
 ) -> np.ndarray:
-    """w_kw·keyword + w_ent·entity + w_sim·similarity + w_gr·graph, × the factor for superseded rows."""
-    w_kw, w_ent, w_sim, w_gr = weights
-    score = w_kw * keyword + w_ent * entity + w_sim * similarity + w_gr * graph
+    """Σ weight·signal over `SIGNALS` (in that order), × the factor for superseded rows."""
+    score = sum(weights[n] * signals[n] for n in SIGNALS)
     return np.where(superseded, score * superseded_factor, score)
 
 

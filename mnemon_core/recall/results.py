@@ -15,10 +15,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, model_serializer
+from pydantic import BaseModel, Field, create_model, model_serializer
 
 from ..models import Category, Insight, Intent, OmitEmpty
-from .constants import CONFIDENCE_HIGH, CONFIDENCE_LOW, DETAIL_COMMAND, EXCERPT_CHARS, SCORE_DECIMALS
+from .constants import CONFIDENCE_HIGH, CONFIDENCE_LOW, DETAIL_COMMAND, EXCERPT_CHARS, SCORE_DECIMALS, SIGNALS
 
 __all__ = [
     "BriefHit",
@@ -58,13 +58,19 @@ class RecallMeta(OmitEmpty):
                                  "being filled in: the vector signal could not rank them yet; absent when 0")
 
 
-class Signals(BaseModel):
-    """The four rerank signals of one result, each in [0, 1] (spec §5.2 "Signals 透明度")."""
-
-    keyword: float = Field(description="share of the query's tokens the insight holds")
-    entity: float = Field(description="share of the query's entities the insight names")
-    similarity: float = Field(description="calibrated cosine with the query when > 0, else 0 (0 without vectors)")
-    graph: float = Field(description="min-max normalised beam-search score over all candidates")
+# What each rerank signal of `recall --verbose` is, by name; `Signals` has one field per name of `SIGNALS`.
+SIGNAL_DESCRIPTIONS = {
+    "keyword": "share of the query's tokens the insight holds",
+    "entity": "share of the query's entities the insight names",
+    "similarity": "calibrated cosine with the query when > 0, else 0 (0 without vectors)",
+    "graph": "min-max normalised beam-search score over all candidates",
+}
+Signals = create_model(  # type: ignore[call-overload]
+    "Signals",
+    __doc__="The rerank signals of one result, each in [0, 1] (spec §5.2 \"Signals 透明度\"), in `SIGNALS` order.",
+    __module__=__name__,
+    **{n: (float, Field(description=SIGNAL_DESCRIPTIONS[n])) for n in SIGNALS},
+)
 
 
 class RecallHit(OmitEmpty):
