@@ -4,7 +4,7 @@ BEAM (Tavakoli et al., ICLR 2026): one user and an assistant working on a projec
 Each chat goes into its own store through the LoCoMo harness's machinery (`benchmarks/locomo.py`: the same
 rankers, metric, stores, ablations and report), one insight per message:
 - content `"<role>: <text>"`, the plan marker (`" ->-> 1,1"`) stripped, cut to the insight limit (8,000 bytes, at
-  whitespace: `faces.chunks`); `source` the role; `session` the batch (`"batch 2"`);
+  whitespace: `faces.kit.chunks`); `source` the role; `session` the batch (`"batch 2"`);
 - `created_at` the batch's time anchor (the first message of a batch carries it, e.g. `"April-05-2024"`) plus
   one minute per message of the chat, so a later message is newer (an agent's memory has real times);
 - questions of the six retrieval-shaped abilities with evidence; evidence = `source_chat_ids` flattened (lists,
@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:  # `python benchmarks/beam.py` as well as `python 
 
 from benchmarks import locomo as L
 from mnemon_core.embed.local import E5_MAX_WINDOWS, LocalEmbedder
-from mnemon_core.faces import chunks
+from mnemon_core.faces.kit import chunks
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev.json"
 DEFAULT_PLOT = ROOT / "benchmarks" / "results" / "beam_recall_at_k.png"

@@ -251,7 +251,7 @@ def chat_rows(tmp: Path, rows: list[tuple[str, str, str]], fill: int, question: 
 
 
 def engine_rows(tmp: Path, contents: list[str], busy: bool) -> tuple[list[str], bool]:
-    from mnemon_core import client, resident
+    from mnemon_core.daemon import client, resident
 
     data = tmp / f"engine-{busy}"
     data.mkdir(mode=0o700)

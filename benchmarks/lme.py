@@ -4,7 +4,7 @@ question type, and the session-level any@5 that peers publish.
 LongMemEval (Wu et al., ICLR 2025): every question has a haystack of its own (about 48 chat sessions of a user
 with an assistant, ~490 turns). Each question goes into its own fresh store through the LoCoMo harness's machinery
 (`benchmarks/locomo.py`: the same rankers, metric, stores, ablations and report), one insight per turn:
-- content `"<role>: <content>"`, cut to the insight limit (8,000 bytes, at whitespace: `faces.chunks`), as
+- content `"<role>: <content>"`, cut to the insight limit (8,000 bytes, at whitespace: `faces.kit.chunks`), as
   `benchmarks/beam.py` does; `source` the role; `session` the haystack session's id;
 - `created_at` the session's date (`haystack_dates`, e.g. `"2023/05/24 (Wed) 02:54"`, taken as UTC) plus one
   second per turn of the session, so a later turn of a session is newer; sessions are imported in date order (the

@@ -1,5 +1,5 @@
 import sys
 
-from .client import run
+from .daemon.client import run
 
 sys.exit(run())

@@ -145,7 +145,7 @@ def _no_engine_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _engines_under(root: Path) -> list[tuple[int, str]]:
-    """(pid, data dir) of the engine processes (`python -m mnemon_core.engine DIR`) whose DIR is under root."""
+    """(pid, data dir) of the engine processes (`python -m mnemon_core.daemon.engine DIR`) whose DIR is under root."""
     found = []
     prefix = str(root)
     for proc in Path("/proc").iterdir():
@@ -155,8 +155,8 @@ def _engines_under(root: Path) -> list[tuple[int, str]]:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if "mnemon_core.engine" in argv:
-            i = argv.index("mnemon_core.engine")
+        if "mnemon_core.daemon.engine" in argv:
+            i = argv.index("mnemon_core.daemon.engine")
             if i + 1 < len(argv) and (argv[i + 1] == prefix or argv[i + 1].startswith(prefix + os.sep)):
                 found.append((int(proc.name), argv[i + 1]))
     return found
@@ -166,7 +166,7 @@ def unix_socket(path: str | os.PathLike[str], *, bind: bool) -> socket.socket:
     """A Unix socket bound (bind) or connected at `path`, addressed through its open directory as the engine and
     its clients address theirs (`resident.address`): under `pytest -n`, a test's data dir gains `popen-gwN/` and a
     socket's full path would pass the 107 bytes an address may hold."""
-    from mnemon_core import resident
+    from mnemon_core.daemon import resident
 
     folder, name = os.path.split(os.fspath(path))
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)

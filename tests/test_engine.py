@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from conftest import _alive, run_cli, stop_engines, unix_socket
 import mnemon_core
-from mnemon_core import client, resident
-from mnemon_core.engine import Engine
+from mnemon_core.daemon import client, resident
+from mnemon_core.daemon.engine import Engine
 
 
 @pytest.fixture
@@ -169,13 +169,13 @@ def test_the_first_call_runs_in_process_and_starts_a_warm_engine(engine_on: Path
 # socket's enums, hashlib's OpenSSL, typing, argparse, pathlib) and the in-process CLI. A served call costs the
 # interpreter's start and the client, nothing more.
 CLIENT_MUST_NOT_IMPORT = ("json", "socket", "hashlib", "re", "enum", "typing", "argparse", "pathlib", "dataclasses",
-                          "struct", "shutil", "collections", "functools", "mnemon_core.cli", "mnemon_core.once")
+                          "struct", "shutil", "collections", "functools", "mnemon_core.faces.cli", "mnemon_core.once")
 
 
 def test_a_served_call_imports_only_the_client(engine_on: Path) -> None:
     run_cli("remember", "a light client", env={"MNEMON_DAEMON": "off"})
     run_cli("daemon", "start")
-    code = ("import sys\nbefore = set(sys.modules)\nfrom mnemon_core.client import main\ncode = main(['recall', 'light'])\n"
+    code = ("import sys\nbefore = set(sys.modules)\nfrom mnemon_core.daemon.client import main\ncode = main(['recall', 'light'])\n"
             f"print([m for m in {CLIENT_MUST_NOT_IMPORT!r} if m in sys.modules and m not in before], file=sys.stderr)\n"
             "sys.exit(code)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
@@ -191,7 +191,7 @@ def test_a_served_call_leaves_without_finalizing_and_keeps_its_status(engine_on:
     run_cli("remember", "left at once", env={"MNEMON_DAEMON": "off"})
     run_cli("daemon", "start")
     code = ("import atexit, sys\natexit.register(lambda: print('finalized', file=sys.stderr))\n"
-            "from mnemon_core.client import run\nsys.argv = ['mnemon', *sys.argv[1:]]\nsys.exit(run())")
+            "from mnemon_core.daemon.client import run\nsys.argv = ['mnemon', *sys.argv[1:]]\nsys.exit(run())")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                         os.environ.get("PYTHONPATH", "")])}
 
@@ -211,7 +211,7 @@ def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
     run_cli("remember", "one engine", env={"MNEMON_DAEMON": "off"})
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                         os.environ.get("PYTHONPATH", "")])}
-    engines = [subprocess.Popen([sys.executable, "-m", "mnemon_core.engine", str(engine_on)], env=env,
+    engines = [subprocess.Popen([sys.executable, "-m", "mnemon_core.daemon.engine", str(engine_on)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(3)]
     try:
         served_by_engine(engine_on)
@@ -233,7 +233,7 @@ def test_a_first_calls_engine_starts_up_after_that_call_has_exited(engine_on: Pa
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                         os.environ.get("PYTHONPATH", "")])}
     starter = subprocess.Popen([sys.executable, "-c", (
-        "import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-m', 'mnemon_core.engine', "
+        "import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-m', 'mnemon_core.daemon.engine', "
         f"{str(engine_on)!r}, '--after', str(os.getpid())], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
         "time.sleep(1.5)")], env=env)
     try:
@@ -383,7 +383,7 @@ def test_frames_that_are_no_message() -> None:
 
 
 def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
-    here = Path(resident.__file__).resolve().parent
+    here = Path(mnemon_core.__file__).resolve().parent  # the whole package, not the daemon/ folder
     files = [Path(root, f) for root, dirs, names in os.walk(here) if "__pycache__" not in Path(root).parts
              for f in names if f.endswith(".py")]
     newest = max(f.stat().st_mtime_ns for f in files)
@@ -393,8 +393,8 @@ def test_the_code_stamp_counts_the_package_sources_and_the_newest() -> None:
 # A probe's start: the engine of the data directory argv[1], serving in a thread of the probe's process.
 ENGINE_IN_THREAD = """
 import json, os, sys, threading, time
-from mnemon_core import client, resident
-from mnemon_core.engine import Engine
+from mnemon_core.daemon import client, resident
+from mnemon_core.daemon.engine import Engine
 data_dir = sys.argv[1]
 engine = Engine(data_dir)
 thread = threading.Thread(target=engine.run, daemon=True)

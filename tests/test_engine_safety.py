@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, _alive, _engines_under, run_cli, stop_engines, unix_socket
-from mnemon_core import client, resident
-from mnemon_core import engine as engine_mod
+from mnemon_core.daemon import client, resident
+from mnemon_core.daemon import engine as engine_mod
 from mnemon_extractor.testing import FakeOpenAIServer, Reply
 
 NOBODY = 65534
@@ -593,7 +593,7 @@ def test_two_installations_keep_an_engine_each(engine_on: Path, tmp_path: Path) 
     other = tmp_path / "other"
     shutil.copytree(ROOT / "mnemon_core", other / "mnemon_core", ignore=shutil.ignore_patterns("__pycache__"))
     future = time.time_ns() + 10**12
-    os.utime(other / "mnemon_core" / "cli.py", ns=(future, future))  # another code stamp
+    os.utime(other / "mnemon_core" / "faces" / "cli.py", ns=(future, future))  # another code stamp
     env_other = {**os.environ, "PYTHONPATH": str(other)}
 
     def call(i: int) -> str:

@@ -793,7 +793,7 @@ def test_cli_extract_unknown_format(cli):
 
 def test_cli_without_openai_names_the_extra(tmp_path: Path):
     code = ("import sys; sys.modules['openai'] = None\n"
-            "from mnemon_core.cli import main\n"
+            "from mnemon_core.faces.cli import main\n"
             f"sys.exit(main(['extract', {str(FIX / 'messages.json')!r}]))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
@@ -803,7 +803,7 @@ def test_cli_without_openai_names_the_extra(tmp_path: Path):
 
 def test_cli_without_a_key_fails_before_reading_the_file_or_importing_openai(tmp_path: Path):
     code = ("import sys\n"
-            "from mnemon_core.cli import main\n"
+            "from mnemon_core.faces.cli import main\n"
             "code = main(sys.argv[1:])\n"
             "print('openai' in sys.modules)\n"
             "sys.exit(code)")
@@ -817,7 +817,7 @@ def test_cli_without_a_key_fails_before_reading_the_file_or_importing_openai(tmp
 
 
 def test_cli_start_up_does_not_import_the_extractor():
-    code = "import sys, mnemon_core.cli as c; c.build_parser(); print(sorted(m for m in sys.modules if m.split('.')[0] in ('mnemon_extractor', 'openai')))"
+    code = "import sys, mnemon_core.faces.cli as c; c.build_parser(); print(sorted(m for m in sys.modules if m.split('.')[0] in ('mnemon_extractor', 'openai')))"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "extractor")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.stdout.strip() == "[]", p.stderr

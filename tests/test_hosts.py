@@ -405,7 +405,7 @@ def test_hook_errors(host, args: list[str], stdin: str, error: str) -> None:
 
 
 def test_hooks_that_need_no_store_do_not_load_the_engine() -> None:
-    code = ("import io, sys; from mnemon_core import cli; sys.stdin = io.StringIO('{}'); cli.main(['hook', 'nudge']);"
+    code = ("import io, sys; from mnemon_core.faces import cli; sys.stdin = io.StringIO('{}'); cli.main(['hook', 'nudge']);"
             "cli.main(['hook', 'remind']); print(sorted(m for m in ('pydantic', 'numpy', 'mnemon_core.memory') "
             "if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -12,7 +12,7 @@ import pytest
 
 from mnemon_core import Memory
 from mnemon_core.errors import NotFoundError, ValidationError
-from mnemon_core.mcp import Face
+from mnemon_core.faces.mcp import Face
 from mnemon_core.models import Insight
 
 T0 = "2026-01-01T00:00:00Z"

@@ -12,7 +12,7 @@ import pytest
 import mnemon_core
 from conftest import ROOT
 from mnemon_core import inputs
-from mnemon_core.cli import build_parser
+from mnemon_core.faces.cli import build_parser
 from mnemon_core.memory import Memory
 from mnemon_core.models import Category, EdgeType, EntityMode, Intent
 

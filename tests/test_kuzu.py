@@ -41,7 +41,7 @@ def files(url: str) -> dict[str, str]:
 
 
 def main_in_process(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from mnemon_core.cli import main
+    from mnemon_core.faces.cli import main
 
     capsys.readouterr()
     code = main(list(argv))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mnemon_core import Memory, NotFoundError, ValidationError
-from mnemon_core.cli import format_log
+from mnemon_core.faces.cli import format_log
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mnemon_core import Memory
-from mnemon_core.mcp import TOOLS, Face
+from mnemon_core.faces.mcp import TOOLS, Face
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -425,7 +425,7 @@ def test_mcp_without_subcommand_is_a_usage_error(cli: Any) -> None:
 
 def test_the_sdk_is_not_imported_by_the_cli_or_the_face() -> None:
     code = (
-        "import sys, mnemon_core.cli as c, mnemon_core.mcp; c.build_parser(); "
+        "import sys, mnemon_core.faces.cli as c, mnemon_core.faces.mcp; c.build_parser(); "
         "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=server_env(), timeout=60,

@@ -130,7 +130,7 @@ def test_a_milvus_lite_file_held_by_another_process_is_waited_for_then_one_line(
     import subprocess
     import sys
 
-    from mnemon_core.cli import main
+    from mnemon_core.faces.cli import main
     from mnemon_core.store import holder
 
     path = tmp_path / "v.db"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemon_core import cli
+from mnemon_core.faces import cli
 from mnemon_core.hosts.hooks import CUES, NUDGE, NUDGE_NEXT
 
 SESSION = json.loads((Path(__file__).parent / "fixtures" / "agent_session.json").read_text(encoding="utf-8"))

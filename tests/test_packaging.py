@@ -17,7 +17,7 @@ DISTRIBUTION = "mnemon-core"
 def test_the_distribution_is_mnemon_core_with_the_mnemon_command() -> None:
     project = PYPROJECT["project"]
     assert project["name"] == DISTRIBUTION
-    assert project["scripts"] == {"mnemon": "mnemon_core.client:run"}
+    assert project["scripts"] == {"mnemon": "mnemon_core.daemon.client:run"}
     wheel = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]
     assert wheel[0] == "mnemon_core"
     # An extra naming others names this distribution, not the stranger's.

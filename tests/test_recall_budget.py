@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mnemon_core import AsyncMemory, BudgetRecallResult, Memory
 from mnemon_core.errors import ValidationError
-from mnemon_core.mcp import Face
+from mnemon_core.faces.mcp import Face
 from mnemon_core.models import printed
 from mnemon_core.recall.budget import count_tokens, passage, passage_keys
 from mnemon_core.recall.constants import ELLIPSIS, MAX_TOKENS_MAX, MAX_TOKENS_MIN

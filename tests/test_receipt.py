@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import run_cli
-from mnemon_core import cli
+from mnemon_core.faces import cli
 from mnemon_core.models import OplogEntry
-from mnemon_core.receipt import build
+from mnemon_core.faces.receipt import build
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")

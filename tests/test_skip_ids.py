@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mnemon_core import Memory
-from mnemon_core.mcp import Face
+from mnemon_core.faces.mcp import Face
 
 TEXT = "Use Postgres for the billing service"
 

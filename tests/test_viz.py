@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mnemon_core import Edge, Memory, ValidationError
-from mnemon_core.viz import CATEGORY_COLORS, EDGE_COLORS, render
+from mnemon_core.faces.viz import CATEGORY_COLORS, EDGE_COLORS, render
 
 TRICKY = 'He said "ship it" </script><!-- & then\nleft'
 

@@ -16,7 +16,7 @@ from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory, NotFoundError
 
-from mnemon_core.faces import chunks, open_memory, recall_hits
+from mnemon_core.faces.kit import chunks, open_memory, recall_hits
 from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN
 from .retrievers import format_documents, to_documents
 

@@ -12,7 +12,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import hit_metadata, hit_text, open_memory, recall_hits
+from mnemon_core.faces.kit import hit_metadata, hit_text, open_memory, recall_hits
 from mnemon_core.inputs import RecallInput
 
 # Per-call overrides `invoke(query, k=3, intent="WHY", …)` accepts; anything else LangChain passes is ignored.

@@ -45,7 +45,7 @@ from langgraph.store.base import (
 
 from mnemon_core import Insight, Memory, NotFoundError, Settings, StoreCatalog
 
-from mnemon_core.faces import recall_hits
+from mnemon_core.faces.kit import recall_hits
 
 KEY_TAG = "lgkey:"  # its token `lgkey` is also what every item shares, for listing
 HASH_TAG = "lgk"

@@ -15,7 +15,7 @@ from langchain_core.tools import StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
 from mnemon_core import AsyncMemory, Memory, MnemonError
-from mnemon_core.faces import open_memory
+from mnemon_core.faces.kit import open_memory
 from mnemon_core.inputs import (
     IMPORTANCE,
     IMPORTANCE_MAX,

@@ -17,7 +17,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import chunks, hit_metadata, hit_text, open_memory, recall_hits
+from mnemon_core.faces.kit import chunks, hit_metadata, hit_text, open_memory, recall_hits
 from mnemon_core.inputs import IMPORTANCE, IMPORTANCE_MAX, IMPORTANCE_MIN, RecallInput
 
 # Roles whose flushed messages are remembered: what the user and the assistant said, not system prompts or

@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from mnemon_core import AsyncMemory, Memory
-from mnemon_core.faces import hit_metadata, hit_text, open_memory, recall_hits
+from mnemon_core.faces.kit import hit_metadata, hit_text, open_memory, recall_hits
 
 # What an LLM sees of a node besides its text: when and what kind; the rest is for code.
 LLM_METADATA_KEYS = ("category", "created_at")

@@ -47,7 +47,7 @@ def open_held(open_file: Callable[[], T], held: Callable[[BaseException], bool],
                     f"timeout ({what} lets one process at a time open it); try again", path=path,
                 ) from e
             if data_dir is not None and not in_engine and now - asked >= ASK_EVERY_S:
-                from .. import resident
+                from ..daemon import resident
 
                 asked = now
                 resident.release(data_dir, os.path.abspath(path))

@@ -51,6 +51,9 @@ RUN_VARIABLES = frozenset({
 })
 ENGINE_PREFIX = "engine-"  # engine-<key>.sock (its socket), .json (its pid), .lock (held while it lives)
 LOG_NAME = "engine.log"
+PACKAGE = __name__.split(".")[0]  # mnemon_core: its version and its source files are the code an engine runs
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # this module is in daemon/
+ENGINE_MODULE = f"{PACKAGE}.daemon.engine"  # `python -m` of it is an engine: started so, and so recognized
 START_TIMEOUT_S = 30.0  # `daemon start` waits this long for a new engine to answer
 CONNECT_TIMEOUT_S = 2.0
 FIRST_REPLY_TIMEOUT_S = 5.0  # the engine answers every request at once (a heartbeat), whatever it then runs
@@ -80,7 +83,7 @@ def code_stamp() -> str:
     """Which code this is: the package version and the newest source file, so that an engine started before
     an upgrade (or an edit of an editable install) is not asked by the new code."""
     newest = count = 0
-    pending = [os.path.dirname(os.path.realpath(__file__))]
+    pending = [PACKAGE_DIR]
     while pending:  # os.walk's tree (no symlinked directory followed), read through its directory entries
         try:
             entries = os.scandir(pending.pop())
@@ -96,7 +99,7 @@ def code_stamp() -> str:
                     count += 1
     # the package's version, from the package already loaded (any of its modules is loaded after it): importing it
     # here made resident → mnemon_core → … → store.holder → resident a cycle
-    version = sys.modules[__package__ or "mnemon_core"].__version__
+    version = sys.modules[PACKAGE].__version__
     return f"{version}:{count}:{newest}"
 
 
@@ -363,7 +366,7 @@ def start_engine(real: str, *, after_exit: bool = False) -> None:
     process has exited (a call that ran in-process)."""
     after = ["--after", str(os.getpid())] if after_exit else []
     os.posix_spawn(
-        sys.executable, [sys.executable, "-m", "mnemon_core.engine", real, *after], engine_environment(os.environ),
+        sys.executable, [sys.executable, "-m", ENGINE_MODULE, real, *after], engine_environment(os.environ),
         file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_OPEN, 1, os.path.join(real, LOG_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
@@ -398,12 +401,12 @@ def daemon(action: str, data_dir: str) -> dict[str, Any]:
 
 
 def _start(real: str, key: str) -> dict[str, Any]:
-    from .errors import StoreError
+    from ..errors import StoreError
 
     if not os.path.lexists(real):
         from pathlib import Path
 
-        from .config import make_private_dirs
+        from ..config import make_private_dirs
 
         make_private_dirs(Path(real))
     if (fd := private_dir(real)) is None or not os.access(real, os.W_OK):
@@ -484,9 +487,9 @@ def engine_pid(real: str, key: str) -> int | None:
             argv = f.read().split(b"\0")
     except (OSError, ValueError, AttributeError):
         return None
-    if b"mnemon_core.engine" not in argv:
+    if ENGINE_MODULE.encode() not in argv:
         return None
-    i = argv.index(b"mnemon_core.engine")
+    i = argv.index(ENGINE_MODULE.encode())
     return pid if i + 1 < len(argv) and argv[i + 1] == os.fsencode(real) else None
 
 

@@ -1,4 +1,4 @@
-"""The resident engine of one data directory: `python -m mnemon_core.engine DATA_DIR` (started by the client,
+"""The resident engine of one data directory: `python -m mnemon_core.daemon.engine DATA_DIR` (started by the client,
 `client.py`, on the first call that needs it).
 
 It serves only a data directory of its user's that nobody else may write (`resident.private_dir`), listens on
@@ -139,7 +139,7 @@ class Engine:
             return
         if after is not None:
             _wait_for_exit(after, AFTER_WAIT_S)
-        from .store import holder
+        from ..store import holder
 
         holder.in_engine = True  # the files it holds are asked of it; it waits for the others (`release`)
         if threading.current_thread() is threading.main_thread():
@@ -333,7 +333,8 @@ class Engine:
                 and os.path.realpath(env.get("MNEMON_DATA_DIR", "")) == self.data_dir)
 
     def _run(self, argv: list[str], env: dict[str, str], stdin: str | None, request_id: str) -> dict[str, Any]:
-        from . import cli, once
+        from ..faces import cli
+        from .. import once
 
         held: list[tuple[tuple[Any, ...], Any]] = []
         tokens = (_held.set(held), once.begin(request_id))
@@ -347,8 +348,8 @@ class Engine:
 
     def _want_fill(self, env: dict[str, str]) -> None:
         """Fill the queued vectors of the configuration these variables name (`mnemon import` asks it)."""
-        from .config import Settings
-        from .console import own
+        from ..config import Settings
+        from ..console import own
 
         try:
             with own(env):
@@ -442,8 +443,8 @@ class Engine:
 
     def _open_warm(self) -> Any:
         """The parser, and the warm-up's Memory with its store open (None when there is no store yet)."""
-        from . import cli
-        from .config import Settings
+        from ..faces import cli
+        from ..config import Settings
 
         self.parser = cli.built_parser()  # built per call in-process; here once (2.7 ms a call)
         settings = Settings.resolve(data_dir=self.data_dir, origin="cli")
@@ -457,7 +458,7 @@ class Engine:
         """A warm `Memory` of these settings for this request: one per configuration that shapes what it does
         (store, embedder, readonly, limits …; not the remember session, which the CLI passes with each call),
         idle or new; given back when the request ends (`_give_back`)."""
-        from .memory import Memory
+        from ..memory import Memory
 
         key = _memory_key(settings)
         self._fill_target(settings)
@@ -483,7 +484,7 @@ class Engine:
         """Let a file one process at a time may open go (an in-process call waits for it: `store/holder.py`):
         the idle Memory objects whose store holds it are closed now, the ones requests use when given back. The
         next request opens it again, waiting its turn. How many were closed now."""
-        from .stores import held_files
+        from ..stores import held_files
 
         with self.memories_lock:
             idle = []
@@ -500,9 +501,9 @@ class Engine:
     def _embedder(self, settings: Any) -> Any:
         """The embedder of these settings, one per embedder configuration (its cache and model shared), or UNSET
         when the settings name none that can be built (the Memory then meets and reports the fault itself)."""
-        from .config import UNSET
-        from .embed import get_embedder
-        from .errors import MnemonError
+        from ..config import UNSET
+        from ..embed import get_embedder
+        from ..errors import MnemonError
 
         key = tuple(sorted((k, str(v)) for k, v in vars(settings).items() if k.startswith("embed")))
         with self.memories_lock:
@@ -540,7 +541,7 @@ class Engine:
                 mem.close()
 
     def status(self) -> dict[str, Any]:
-        from . import __version__
+        from .. import __version__
 
         with self.memories_lock:
             stores = sorted({m.settings.store for ms in self.memories.values() for m in ms})
@@ -585,7 +586,7 @@ def _at_low_priority(work: Any) -> Any:
 
 
 def _log(message: str) -> None:
-    from .redact import redact
+    from ..redact import redact
 
     print(redact(message), file=sys.__stderr__, flush=True)
 
@@ -608,7 +609,7 @@ def _wait_for_exit(parent: int, timeout: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (1, 3) or (len(args) == 3 and (args[1] != "--after" or not args[2].isdigit())):
-        print("usage: python -m mnemon_core.engine DATA_DIR [--after PID]", file=sys.stderr)
+        print("usage: python -m mnemon_core.daemon.engine DATA_DIR [--after PID]", file=sys.stderr)
         return 2
     Engine(args[0]).run(after=int(args[2]) if len(args) == 3 else None)
     return 0

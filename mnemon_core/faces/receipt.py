@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .models import OplogEntry
+from ..models import OplogEntry
 
 SCHEMA = "mnemon.memory.receipt.v1"
 EVENT_NAME = "mnemon.memory.operation.observed"

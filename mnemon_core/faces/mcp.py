@@ -32,11 +32,11 @@ from typing import Annotated, Any
 import pydantic
 from pydantic import Field
 
-from . import __version__
-from .async_memory import AsyncMemory
-from .config import debug
-from .errors import MissingExtraError, MnemonError, ReadOnlyError, fault_message
-from .inputs import (
+from .. import __version__
+from ..async_memory import AsyncMemory
+from ..config import debug
+from ..errors import MissingExtraError, MnemonError, ReadOnlyError, fault_message
+from ..inputs import (
     MAX_METADATA,
     METADATA,
     Args,
@@ -51,8 +51,8 @@ from .inputs import (
     RememberInput,
     SearchInput,
 )
-from .memory import Memory
-from .models import plain, printed
+from ..memory import Memory
+from ..models import plain, printed
 
 # The MCP face's own limits (reference §8.3); the tool-call limits it shares with other faces are in inputs.py.
 CONTENT_CHARS = 600

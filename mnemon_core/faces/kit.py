@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .async_memory import AsyncMemory
-from .memory import Memory
+from ..async_memory import AsyncMemory
+from ..memory import Memory
 
 # The write pipeline's content ceiling (reference §3.1); longer messages are saved in several insights.
-from .write.constants import MAX_CONTENT_BYTES
+from ..write.constants import MAX_CONTENT_BYTES
+
+__all__ = ["METADATA_KEYS", "chunks", "hit_metadata", "hit_text", "open_memory", "recall_hits"]
 
 # Keys every recalled memory carries in its metadata, in this order.
 METADATA_KEYS = ("id", "category", "importance", "score", "intent", "via", "signals", "created_at")

@@ -56,7 +56,7 @@ def run() -> int:
 def main(argv: Sequence[str] | None = None, *, leave_when_served: bool = False) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:  # what `cli` prints, without building its parser
-        from . import __version__
+        from .. import __version__
 
         print(f"mnemon {__version__}")
         return 0
@@ -65,10 +65,10 @@ def main(argv: Sequence[str] | None = None, *, leave_when_served: bool = False) 
         if leave_when_served:
             _leave(code)
         return code
-    from .cli import main as in_process
+    from ..faces.cli import main as in_process
 
     if request is not None:  # the rerun of a call the engine did not answer, under the same request id
-        from . import once  # (dataclasses: not for every in-process call)
+        from .. import once  # (dataclasses: not for every in-process call)
 
         token = once.begin(request)
         try:
@@ -89,7 +89,7 @@ def fill_behind(args: Sequence[str]) -> None:
     """After an import that wrote insights without their vectors (`cli.queued_vectors`): the data directory's
     resident engine fills them in when idle, asked now or started for it with the store's settings; with the
     engine off, `embed --all` does. One line on stderr says which."""
-    from . import cli
+    from ..faces import cli
 
     if cli.queued_vectors is None:
         return
@@ -194,8 +194,8 @@ def _print(reply: dict[str, Any]) -> int:
     except BrokenPipeError:
         return 0
     except UnicodeEncodeError as e:
-        from .cli import printable
-        from .errors import fault_message
+        from ..faces.cli import printable
+        from ..errors import fault_message
 
         sys.stderr.write(reply["err"])
         print(f"Error: {printable(fault_message(e) or str(e))}", file=sys.stderr)

@@ -23,8 +23,8 @@ TYPE_CHECKING = False  # not `typing`'s: this module is imported on every start,
 if TYPE_CHECKING:
     from typing import Any
 
-from . import __version__  # the package's one version (pyproject reads it too); the package is loaded already
-from . import console
+from .. import __version__  # the package's one version (pyproject reads it too); the package is loaded already
+from .. import console
 
 # argparse's messages stay English whatever the locale (agents and tests read them), which also spares every
 # start the ~70 gettext catalogue lookups building the parser makes (20 ms).
@@ -44,7 +44,7 @@ def command(name: str) -> Callable[[Handler], Handler]:
 
 def dump(value: Any) -> str:
     """Pretty JSON (2-space indent) of a model, a list of models or plain data."""
-    from .models import printed
+    from ..models import printed
 
     return printed(value)
 
@@ -57,9 +57,9 @@ def memory(args: argparse.Namespace, origin: str = "cli", *, creates: bool = Fal
     """The `Memory` a command works on. A named store must exist, so a typo in `--store` is an error rather
     than a new empty store; only a command that `creates` (adds insights) may make one, and `main` says so
     once it did. The default store stays implicit."""
-    from . import stores
-    from .config import DEFAULT_STORE, Settings
-    from .memory import Memory
+    from .. import stores
+    from ..config import DEFAULT_STORE, Settings
+    from ..memory import Memory
 
     settings = Settings.resolve(
         data_dir=args.data_dir, store=args.store, readonly=args.readonly, embed_model=args.embed_model,
@@ -164,7 +164,7 @@ def printable(text: str) -> str:
 def format_log(entries: Sequence[Any]) -> str:
     """Text table like Go's tabwriter (2-space padding), newest first; an insight id as its first ID_PREFIX_MIN
     characters, which every command that takes an id accepts."""
-    from .inputs import ID_PREFIX_MIN
+    from ..inputs import ID_PREFIX_MIN
 
     if not entries:
         return "No operations recorded yet.\n"
@@ -181,7 +181,7 @@ def format_log(entries: Sequence[Any]) -> str:
 
 @command("store")
 def _store(a: argparse.Namespace) -> None:
-    from . import stores
+    from .. import stores
 
     console.out().write(stores.run(a.data_dir, a.store, a.action, a.name, a.database_url, readonly=a.readonly) + "\n")
 
@@ -225,8 +225,8 @@ def _viz(a: argparse.Namespace) -> None:
 
 @command("daemon")
 def _daemon(a: argparse.Namespace) -> None:
-    from .resident import daemon, data_dir_of
-    from .config import environment
+    from ..daemon.resident import daemon, data_dir_of
+    from ..config import environment
 
     emit(daemon(a.action, data_dir_of(["--data-dir", a.data_dir] if a.data_dir else [], environment())))
 
@@ -245,7 +245,7 @@ def _mcp(a: argparse.Namespace) -> None:
 def _extractor() -> Any:
     import importlib.util
 
-    from .errors import MissingExtraError
+    from ..errors import MissingExtraError
 
     try:  # checked before any file is read; openai itself (a second to import) loads at the first LLM call
         found = importlib.util.find_spec("openai") is not None
@@ -265,7 +265,7 @@ def _llm_options(a: argparse.Namespace) -> dict[str, Any]:
 
 @command("extract")
 def _extract(a: argparse.Namespace) -> None:
-    from .errors import ReadOnlyError, ValidationError
+    from ..errors import ReadOnlyError, ValidationError
 
     if a.judge and not a.do_import:
         raise ValidationError("--judge needs --import: the judge links insights once they are stored", field="judge")
@@ -308,7 +308,7 @@ def _extract(a: argparse.Namespace) -> None:
 
 @command("judge")
 def _judge(a: argparse.Namespace) -> None:
-    from .errors import ReadOnlyError, ValidationError
+    from ..errors import ReadOnlyError, ValidationError
 
     if (a.id is None) == (a.recent is None):
         raise ValidationError("give an insight ID or --recent N (one of them)", field="id")
@@ -359,8 +359,8 @@ def add_llm_commands(cmd: Callable[[str, str], argparse.ArgumentParser]) -> None
 
 @command("migrate")
 def _migrate(a: argparse.Namespace) -> None:
-    from .config import Settings
-    from .stores import StoreCatalog
+    from ..config import Settings
+    from ..stores import StoreCatalog
 
     settings = Settings.resolve(data_dir=a.data_dir, store=a.store, embedder="none")
     emit(StoreCatalog(settings=settings).migrate(a.source, a.target))
@@ -369,7 +369,7 @@ def _migrate(a: argparse.Namespace) -> None:
 @command("receipt")
 def _receipt(a: argparse.Namespace) -> None:
     from .receipt import build
-    from .timeutil import now
+    from ..timeutil import now
 
     mem = memory(a)
     emit(build(mem.settings.store, a.limit, mem.log(limit=a.limit), now()).plain())
@@ -377,16 +377,16 @@ def _receipt(a: argparse.Namespace) -> None:
 
 @command("setup")
 def _setup(a: argparse.Namespace) -> None:
-    from .hosts.setup import main as setup
+    from ..hosts.setup import main as setup
 
     console.out().write(setup(a))
 
 
 @command("hook")
 def _hook(a: argparse.Namespace) -> None:
-    from .config import env_count
-    from .hosts.hooks import NUDGE_EVERY, run  # the standard library only: hosts run this on every prompt
-    from .hosts.prompts import cli_command
+    from ..config import env_count
+    from ..hosts.hooks import NUDGE_EVERY, run  # the standard library only: hosts run this on every prompt
+    from ..hosts.prompts import cli_command
 
     def counts() -> tuple[int, int, Any]:  # prime only: the one hook that opens the store
         mem = memory(a)
@@ -394,7 +394,7 @@ def _hook(a: argparse.Namespace) -> None:
         return status.total_insights, status.edge_count, mem.settings.data_dir
 
     def data_dir() -> Any:
-        from .config import UNSET, Settings
+        from ..config import UNSET, Settings
 
         return Settings.resolve(data_dir=a.data_dir or UNSET, store=a.store or UNSET).data_dir
 
@@ -476,7 +476,7 @@ def options(model: str, **flags: str | tuple[str, str]) -> Fill:
     description; a bool is a switch, a list a comma list."""
 
     def fill(s: argparse.ArgumentParser) -> None:
-        from . import inputs
+        from .. import inputs
 
         fields = getattr(inputs, model).model_fields
         for name, spec in flags.items():
@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--yes", action="store_true", help="ask nothing: every host detected, the default hooks")
     s.add_argument("--eject", action="store_true", help="remove mnemon's entries and files, nothing else")
 
-    from .hosts import HOSTS, PHASES  # constants only
+    from ..hosts import HOSTS, PHASES  # constants only
 
     s = cmd("hook", "What the hooks installed by setup run (reads the host's JSON on stdin)")
     s.add_argument("phase", choices=PHASES)
@@ -654,21 +654,21 @@ def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | No
         COMMANDS[args.command](args)
         new = getattr(args, "new_store", None)
         if new is not None:
-            from . import stores
+            from .. import stores
 
             if stores.exists(new):  # not after a dry run
                 print(f'mnemon: created store "{new.store}"', file=console.err())
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt as e:  # Ctrl-C: one line, the shell's status for SIGINT; a long run says how far
-        from .errors import Interrupted
+        from ..errors import Interrupted
 
         print(str(e) if isinstance(e, Interrupted) else "interrupted", file=console.err())
         return 130
     except Exception as e:  # the one error boundary
-        from .config import debug
-        from .errors import fault_message
-        from .redact import redact
+        from ..config import debug
+        from ..errors import fault_message
+        from ..redact import redact
 
         message = fault_message(e)
         if message is None:

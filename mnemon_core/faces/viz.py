@@ -15,11 +15,11 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from .errors import ValidationError
-from .models import Category, Edge, EdgeType, Insight
+from ..errors import ValidationError
+from ..models import Category, Edge, EdgeType, Insight
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from ..memory import Memory
 
 __all__ = ["CATEGORY_COLORS", "EDGE_COLORS", "FORMATS", "render", "render_dot", "render_html"]
 
