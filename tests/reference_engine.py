@@ -2,8 +2,8 @@
 §4.4-4.5) written out over ids, dicts and a neighbour function, easy to read and to check by hand.
 
 The product runs one engine, the array versions in `mnemon_core/recall` (`beam_search_arrays`,
-`rerank_arrays`, `top_arrays`); this module is the tests' oracle for it: `test_recall_steps.py` holds the
-array beam to `beam_search` on random graphs, and `test_recall.py` runs the whole pipeline with
+`rerank_arrays`, `top_arrays`); this module is the tests' oracle for it: `recall/test_recall_steps.py` holds the
+array beam to `beam_search` on random graphs, and `recall/test_recall.py` runs the whole pipeline with
 `run_reference` in place of the array steps and expects identical results. A formula changes here and there.
 """
 

@@ -173,7 +173,7 @@ def test_recall_under_a_held_write_lock_answers_and_counts_its_access_later(caps
                                                                              short_busy_timeout, write_lock) -> None:
     """A read never waits for the write lock (issue 37, item 1): it answers (exit 0, no warning), writes nothing
     to the database while the lock is held, and its access is kept for the next writer
-    (tests/test_reads_never_wait.py has the rest)."""
+    (tests/store/test_reads_never_wait.py has the rest)."""
     import json
 
     before = db_state(data_dir)

@@ -812,7 +812,7 @@ def _committed(store_backend: str, settings, watcher: Store | None) -> int | Non
 def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path) -> None:
     """SIGKILL after the first batch committed leaves whole batches only (each insight with its terms, oplog row
     and vector), and the same import again finishes it: every insight once, the backbone whole. SQLite's and
-    Kùzu's are tests/test_import_kill.py and tests/test_kuzu.py (a reader there waits for the writer)."""
+    Kùzu's are tests/write/test_import_kill.py and tests/store/test_kuzu.py (a reader there waits for the writer)."""
     import dataclasses
     import os
     import signal
@@ -826,7 +826,7 @@ def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path
     from mnemon_core.write.importer import IMPORT_BATCH
 
     if store_backend in ("sqlite", "kuzu"):
-        pytest.skip("tests/test_import_kill.py, tests/test_kuzu.py")
+        pytest.skip("tests/write/test_import_kill.py, tests/store/test_kuzu.py")
     mem.store.close()
     n = 3 * IMPORT_BATCH
     draft = tmp_path / "big.json"

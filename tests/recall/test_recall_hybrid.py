@@ -25,7 +25,7 @@ from mnemon_core.text import tokens_of
 from mnemon_core.timeutil import iso
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def put(mem: Memory, id_: str, content: str, minute: int, *, source: str = "user", entities: list[str] | None = None,

@@ -178,7 +178,7 @@ def test_a_served_call_imports_only_the_client(engine_on: Path) -> None:
     code = ("import sys\nbefore = set(sys.modules)\nfrom mnemon_core.daemon.client import main\ncode = main(['recall', 'light'])\n"
             f"print([m for m in {CLIENT_MUST_NOT_IMPORT!r} if m in sys.modules and m not in before], file=sys.stderr)\n"
             "sys.exit(code)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert (p.returncode, p.stderr) == (0, "[]\n")
@@ -192,7 +192,7 @@ def test_a_served_call_leaves_without_finalizing_and_keeps_its_status(engine_on:
     run_cli("daemon", "start")
     code = ("import atexit, sys\natexit.register(lambda: print('finalized', file=sys.stderr))\n"
             "from mnemon_core.daemon.client import run\nsys.argv = ['mnemon', *sys.argv[1:]]\nsys.exit(run())")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
 
     def call(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -209,7 +209,7 @@ def test_a_served_call_leaves_without_finalizing_and_keeps_its_status(engine_on:
 
 def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
     run_cli("remember", "one engine", env={"MNEMON_DAEMON": "off"})
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     engines = [subprocess.Popen([sys.executable, "-m", "mnemon_core.daemon.engine", str(engine_on)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(3)]
@@ -230,7 +230,7 @@ def test_engines_started_at_once_leave_one_serving(engine_on: Path) -> None:
 
 def test_a_first_calls_engine_starts_up_after_that_call_has_exited(engine_on: Path) -> None:
     run_cli("remember", "after you", env={"MNEMON_DAEMON": "off"})
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     starter = subprocess.Popen([sys.executable, "-c", (
         "import os, subprocess, sys, time; subprocess.Popen([sys.executable, '-m', 'mnemon_core.daemon.engine', "
@@ -418,7 +418,7 @@ def test_the_warm_up_loads_what_the_first_served_recall_needs(engine_on: Path) -
     """The engine binds its socket once warm: the first call it serves imports nothing more (a first served call
     that paid for the recall's modules came after calls that ran in-process meanwhile, and was the slowest)."""
     run_cli("remember", "warm start", env={"MNEMON_DAEMON": "off"})
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-c", WARM_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
                        timeout=120)
@@ -449,7 +449,7 @@ def test_a_repeated_query_is_not_embedded_again(engine_on: Path) -> None:
     Memory objects (here a readonly one too) serves the call; other words are embedded."""
     run_cli("remember", "Chose SQLite for the job queue", env={"MNEMON_DAEMON": "off", "MNEMON_EMBEDDER": "local"})
     env = {**os.environ, "MNEMON_EMBEDDER": "local",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
     p = subprocess.run([sys.executable, "-c", CACHE_PROBE, str(engine_on)], capture_output=True, text=True, env=env,
                        timeout=180)
     assert json.loads(p.stdout.splitlines()[-1]) == [[0, 1], [0, 0], [0, 0], [0, 1]], p.stderr

@@ -1,7 +1,7 @@
 """Smart recall through `Memory.recall` (spec §5.2, reference §4), the `spec` recipe's conformance suite: RRF
 anchors on a hand-built store, beam search over a causal chain, the WHY order, determinism, scope filters,
 supersede demotion, vectors, output shapes, validation, access bumps and the oplog. Every recall here runs the
-spec recipe (the default is `hybrid`, tests/test_recall_hybrid.py)."""
+spec recipe (the default is `hybrid`, tests/recall/test_recall_hybrid.py)."""
 
 from __future__ import annotations
 

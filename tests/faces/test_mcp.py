@@ -17,7 +17,7 @@ import pytest
 from mnemon_core import Memory
 from mnemon_core.faces.mcp import TOOLS, Face
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 ALL_TOOLS = ["remember", "recall", "search", "related", "link", "show", "forget", "status"]
 READ_TOOLS = ["recall", "search", "related", "show", "status"]

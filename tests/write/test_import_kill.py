@@ -16,7 +16,7 @@ import pytest
 
 from mnemon_core.write.importer import IMPORT_BATCH
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 N = 6 * IMPORT_BATCH
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

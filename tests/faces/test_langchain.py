@@ -31,7 +31,7 @@ from pydantic import Field
 from langchain_mnemon import MnemonMemory, MnemonRetriever, MnemonStore, create_mnemon_tools, format_documents
 from mnemon_core import AsyncMemory, Memory
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Five memories; four name Qdrant, so a "Qdrant" query has at least three hits for the standard suite.
 SEED = [

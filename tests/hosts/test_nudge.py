@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from mnemon_core.faces import cli
 from mnemon_core.hosts.hooks import CUES, NUDGE, NUDGE_NEXT
 
-SESSION = json.loads((Path(__file__).parent / "fixtures" / "agent_session.json").read_text(encoding="utf-8"))
+SESSION = json.loads((Path(__file__).parents[1] / "fixtures" / "agent_session.json").read_text(encoding="utf-8"))
 TURNS = SESSION["turns"]
 SID = SESSION["session_id"]
 # The exchanges nudged by default: the five whose prompt holds a cue, and the fifth quiet reply in a row (15).

@@ -27,7 +27,7 @@ from mnemon_core.config import Settings
 from mnemon_core.embed import IDENTITY, BaseEmbedder, Calibration, Embedder, get_embedder
 from mnemon_core.errors import EmbedderError, MissingExtraError, ValidationError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-SECRET-4242"
 
 
@@ -634,7 +634,7 @@ def test_base_embedder_checks_backend_output() -> None:
 def _fixture_vectors() -> list[dict[str, Any]]:
     import json
 
-    path = Path(__file__).parent / "fixtures" / "e5_vectors.json"
+    path = Path(__file__).parents[1] / "fixtures" / "e5_vectors.json"
     return json.loads(path.read_text(encoding="utf-8"))["cases"]
 
 
