@@ -342,21 +342,27 @@ def _blocked(fd: int, key: str) -> str | None:
     return None
 
 
-def _starting(fd: int, key: str) -> bool:
-    """An engine holds the lock (it is starting up, or serving)."""
+def locked_elsewhere(lock: int, *, shared: bool = False) -> bool:
+    """Whether another process holds a lock on the open file `lock` that a shared (else exclusive) one would wait
+    for; asked without waiting, and `lock` is closed."""
     import fcntl
 
     try:
-        lock = os.open(engine_file(key, ".lock"), os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(lock, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
     finally:
         os.close(lock)
     return False
+
+
+def _starting(fd: int, key: str) -> bool:
+    """An engine holds the lock (it is starting up, or serving)."""
+    try:
+        lock = os.open(engine_file(key, ".lock"), os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
+    except FileNotFoundError:
+        return False
+    return locked_elsewhere(lock, shared=True)
 
 
 def start_engine(real: str, *, after_exit: bool = False) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Settings
+from ..daemon.resident import locked_elsewhere
 from ..errors import StoreError, import_extra
 from ..models import Insight
 from ..redact import redact
@@ -76,19 +77,11 @@ def lite_path(url: str) -> str | None:
 
 def _held(path: str) -> bool:
     """Another process holds the Milvus Lite file (its lock taken)."""
-    import fcntl
-
     try:
         fd = os.open(os.path.join(path, LOCK_FILE), os.O_RDWR | os.O_CLOEXEC)
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return locked_elsewhere(fd)
 
 
 def acquire(url: str, data_dir: str | None = None) -> Any:
