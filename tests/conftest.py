@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,6 @@ def stop_engines(root: Path) -> None:
     sure its process is gone; engines are found by their command line, so one a test's last call started a
     moment ago (not serving yet) is found too."""
     import signal
-    import time
 
     for pid, data_dir in _engines_under(root):
         if any(Path(data_dir).glob("engine-*.json")) and _alive(pid):
@@ -179,6 +179,25 @@ def unix_socket(path: str | os.PathLike[str], *, bind: bool) -> socket.socket:
     finally:
         os.close(fd)
     return s
+
+
+def make_draft(n: int) -> dict:
+    """A draft of n short insights with entities, backdated (the import-kill tests and the contract's kill case)."""
+    entities = ["Redis", "Kafka", "Postgres", "Docker", "React"]
+    return {
+        "schema_version": "1",
+        "source": "chat-export",
+        "insights": [
+            {
+                "content": f"note {i}: the {entities[i % 5]} cluster was resized to {i % 17 + 2} nodes",
+                "entities": [entities[i % 5]],
+                "importance": 2,
+                # backdated, so every stored EI is far below the 0.5 column default
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_600_000_000 + 60 * i)),
+            }
+            for i in range(n)
+        ],
+    }
 
 
 def _alive(pid: int) -> bool:

@@ -821,7 +821,7 @@ def test_import_killed_midway_then_again(mem, store_backend: str, tmp_path: Path
     import time
 
     from conftest import ROOT
-    from test_import_kill import make_draft
+    from conftest import make_draft
 
     from mnemon_core.write.importer import IMPORT_BATCH
 

@@ -139,7 +139,7 @@ def test_migrate_kuzu_to_postgres(tmp_path: Path, pg_url: str, pg_store_name: st
 def test_import_killed_midway_leaves_whole_batches(tmp_path: Path, url: str) -> None:
     """As on SQLite (test_import_kill): SIGKILL after the first batch committed (Kùzu writes its log at commit,
     so the log growing past a header is that commit), then the same import again finishes it."""
-    from test_import_kill import make_draft
+    from conftest import make_draft
 
     n = 4 * IMPORT_BATCH  # room to catch a pause between commits: a batch can commit within one poll
     draft = tmp_path / "big.json"

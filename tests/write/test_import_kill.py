@@ -14,30 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import make_draft
+
 from mnemon_core.write.importer import IMPORT_BATCH
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 6 * IMPORT_BATCH
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
-
-
-def make_draft(n: int) -> dict:
-    entities = ["Redis", "Kafka", "Postgres", "Docker", "React"]
-    return {
-        "schema_version": "1",
-        "source": "chat-export",
-        "insights": [
-            {
-                "content": f"note {i}: the {entities[i % 5]} cluster was resized to {i % 17 + 2} nodes",
-                "entities": [entities[i % 5]],
-                "importance": 2,
-                # backdated, so every stored EI is far below the 0.5 column default
-                "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1_600_000_000 + 60 * i)),
-            }
-            for i in range(n)
-        ],
-    }
 
 
 def count(db_path: Path) -> int | None:
