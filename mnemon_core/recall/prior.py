@@ -7,8 +7,10 @@ being what the query is after (BEAM: 87 % of the evidence is the user's). The `h
 score of an insight whose source is such a role by a factor (`RecallConfig.source_factor`); a source that names
 a person (LoCoMo's speakers) or the defaults of `remember` are untouched.
 
-A question about what the one asked said before ("how did you recommend …", "what have you suggested") is after
-those replies: for it the factor is lifted (`RecallConfig.replies_asked_about`). A request to the assistant ("can
+A question about what the one asked said before ("how did you recommend …", "what have you suggested"), or one
+that points back at the conversation itself ("can you remind me …", "in our previous chat …": the two sides of
+it, not the user's facts alone), is after those replies too: for it the factor is lifted
+(`RecallConfig.replies_asked_about`). A request to the assistant ("can
 you help me …", "what would you suggest") is not, and keeps it: it is still the user's facts that answer it.
 
 What answers a request is often how the one asking likes things done, stated long before and in other words
@@ -32,8 +34,10 @@ from .constants import PREFERENCE_CATEGORY, PREFERENCE_TERMS
 
 __all__ = ["asks_for_help", "asks_what_you_said", "preference_factor", "source_factor"]
 
-# The addressee's earlier speech: "did/have/had you …", or "you (have/had/'ve) said/recommended/…".
+# The addressee's earlier speech: "did/have/had you …", "you (have/had/'ve) said/recommended/…", or the earlier
+# conversation itself: "remind me …", "our/the/that previous/earlier/last conversation/chat/discussion".
 _YOUR_EARLIER_WORDS = re.compile(
+    r"\bremind\s+me\b|\b(?:our|the|that)\s+(?:previous|earlier|last)\s+(?:conversation|chat|discussion)s?\b|"
     r"\b(?:did|have|had)\s+you\b|\byou(?:'ve|\s+have|\s+had)?\s+(?:said|told|recommended|suggested|mentioned|"
     r"proposed|advised|explained|described|outlined|gave|showed|wrote|shared|listed)\b",
     re.IGNORECASE,
@@ -57,7 +61,7 @@ def asks_for_help(query: str) -> bool:
 
 
 def asks_what_you_said(query: str) -> bool:
-    """Whether the query asks what its addressee (the assistant) said earlier."""
+    """Whether the query asks what its addressee (the assistant) said earlier, or points back at the conversation."""
     return _YOUR_EARLIER_WORDS.search(query) is not None
 
 

@@ -320,6 +320,10 @@ def test_the_users_statement_outranks_the_assistants_restatement(mem: Memory) ->
     ("Where do you think I should work on my essay?", False),
     ("What did I say about the cache?", False),
     ("young people said nothing", False),
+    ("Can you remind me which queue we picked for retries?", True),
+    ("In our last chat, what was the cache's eviction policy?", True),
+    ("Going back to the previous discussion: which port was it?", True),
+    ("What was my last conversation with Bo about?", False),
 ])
 def test_asks_what_you_said(query: str, asks: bool) -> None:
     from mnemon_core.recall.prior import asks_what_you_said
