@@ -173,8 +173,10 @@ class Table:
         if key not in self.cells:
             ranker = self.stores[(conv.sample_id, kind)]
             config = cand.config()
-            self.cells[key] = sums([(q.category, [ranker.dia[i] for i in L.recall_with(ranker.memory, q.question, config)],
-                                     q.evidence) for q in conv.questions])
+            self.cells[key] = sums([
+                (q.category, [ranker.dia[i] for i in L.recall_with(ranker.memory, q.question, config,
+                                                                    asked_at=q.asked_at)], q.evidence)
+                for q in conv.questions])
         return self.cells[key]
 
 

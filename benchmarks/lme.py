@@ -124,6 +124,7 @@ def parse_question(sample: dict[str, Any]) -> L.Conversation | None:
     if not evidence:
         return None
     ask = Ask(str(sample["question"]), str(sample["question_type"]), tuple(evidence), str(sample.get("answer", "")),
+              asked_at=parse_date(str(sample["question_date"])),
               sessions=tuple(str(s) for s in sample.get("answer_session_ids") or ()))
     return L.Conversation(qid, tuple(turns), (ask,))
 

@@ -104,6 +104,7 @@ class Question:
     category: int | str  # LoCoMo: the category number; BEAM (benchmarks/beam.py): the ability's name
     evidence: tuple[str, ...]  # dia_ids of turns of its conversation, deduplicated, in the data's order
     answer: str = ""  # the gold answer (what an output within a budget should hold the words of)
+    asked_at: datetime | None = None  # when it is asked (LongMemEval's question date), else unknown: now
 
 
 @dataclass(frozen=True)
@@ -485,15 +486,16 @@ class MnemonRanker:
         if result.errors or result.imported != len(conv.turns):
             raise RuntimeError(f"{conv.sample_id}: imported {result.imported}/{len(conv.turns)}, {result.errors} errors")
         self.dia = {item.id: conv.turns[item.index].dia_id for item in result.results}
+        self.asked = {q.question: q.asked_at for q in conv.questions}  # what "last week" is read against
         self.memory = Memory(settings=dataclasses.replace(settings, readonly=True), embedder=embedder)
 
     def __call__(self, question: str) -> list[str]:
-        found = self.memory.recall(question, limit=RECALL_LIMIT)
+        found = self.memory.recall(question, limit=RECALL_LIMIT, asked_at=self.asked.get(question))
         return [self.dia[hit.id] for hit in found.results]
 
     def within(self, question: str, budget: int) -> Shown:
         """What `recall --max-tokens budget --limit 100` shows."""
-        found = self.memory.recall(question, limit=BUDGET_LIMIT, max_tokens=budget)
+        found = self.memory.recall(question, limit=BUDGET_LIMIT, max_tokens=budget, asked_at=self.asked.get(question))
         return [(self.dia[hit.id], hit.truncated, hit.content) for hit in found.results]
 
     def close(self) -> None:
@@ -746,10 +748,14 @@ VARIANTS = (
 )
 
 
-def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -> list[str]:
-    """Insight ids for `question`, as `Memory.recall(question, limit=20)` ranks them under `config`."""
+def recall_with(
+    mem: Any, question: str, config: Any, *, recency: bool = True, asked_at: datetime | None = None
+) -> list[str]:
+    """Insight ids for `question`, as `Memory.recall(question, limit=20, asked_at=...)` ranks them under
+    `config`."""
     from mnemon_core.recall.intent import detect_intent
     from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
+    from mnemon_core.recall.when import asked_time
 
     store = mem.store
     vectors = None
@@ -762,7 +768,7 @@ def recall_with(mem: Any, question: str, config: Any, *, recency: bool = True) -
     try:
         found = smart_recall(
             store, question, intent=detect_intent(question), intent_source="auto", limit=RECALL_LIMIT,
-            scope=scope_of(None, None), vectors=vectors, config=config,
+            scope=scope_of(None, None), vectors=vectors, config=config, asked_at=asked_time(asked_at),
         )
     finally:
         if not recency:
@@ -826,7 +832,8 @@ def scores_of(
     for conv in convs:
         ranker = stores[(conv.sample_id, kind)]
         for q in conv.questions:
-            ranked = [ranker.dia[i] for i in recall_with(ranker.memory, q.question, config, recency=recency)]
+            ranked = [ranker.dia[i] for i in recall_with(ranker.memory, q.question, config, recency=recency,
+                                                         asked_at=q.asked_at)]
             rows.append((q.category, ranked, q.evidence))
     return score(rows)
 

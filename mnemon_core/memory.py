@@ -9,6 +9,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -315,6 +316,7 @@ class Memory:
         excerpt_chars: int = EXCERPT_CHARS,
         recipe: str | None = None,
         max_tokens: int | None = None,
+        asked_at: datetime | None = None,
     ) -> RecallResult | VerboseRecallResult | BriefRecallResult | BudgetRecallResult | list[Insight]:
         """Smart recall (spec 5.2) in the shape the CLI prints: `retrieve`, then a `RecallResult` (compact),
         the `VerboseRecallResult` itself (`verbose`) or a `BriefRecallResult` (`brief`, excerpts of at most
@@ -322,8 +324,9 @@ class Memory:
         `max_tokens`: a `BudgetRecallResult`, the best results in rank order whose printed JSON is at most that
         many tokens, a long memory as its best-matching passage (`recall/budget.py`).
         `category` / `source` scope every signal and the traversal. `recipe`: "hybrid" (the default) or
-        "spec" (the documents' formulas; docs/recall.md). Every returned insight gets +1 access (none when
-        nothing matched: `no_match`).
+        "spec" (the documents' formulas; docs/recall.md). `asked_at`: when the query is asked, what "last week"
+        or "two days ago" in it is read against (`recall/when.py`; default now, a naive time taken as UTC).
+        Every returned insight gets +1 access (none when nothing matched: `no_match`).
         """
         from .recall.results import brief_basic
 
@@ -343,7 +346,7 @@ class Memory:
             rows = self.store.like_search(query, scope, limit)
             self._accessed([r.id for r in rows], "recall:basic", f"q={query} hits={len(rows)}")
             return brief_basic(rows, excerpt_chars) if brief else rows
-        found = self._retrieve(query, limit, intent, scope, config, max_tokens)
+        found = self._retrieve(query, limit, intent, scope, config, max_tokens, asked_at)
         if max_tokens is not None:
             return found.budgeted()
         return found if verbose else found.brief(excerpt_chars) if brief else found.compact()
@@ -358,6 +361,7 @@ class Memory:
         source: str | None = None,
         recipe: str | None = None,
         max_tokens: int | None = None,
+        asked_at: datetime | None = None,
     ) -> VerboseRecallResult:
         """Smart recall (spec 5.2): intent → RRF anchors → graph → rerank (→ WHY causal order), unshaped: the
         ranked hits with their insights, raw scores, labels and four signals, and the run's meta. `.compact()`
@@ -370,7 +374,7 @@ class Memory:
                 check_max_tokens(max_tokens)
 
         config, scope = self._recall_scope(query, limit, intent, category, source, recipe, shape)
-        return self._retrieve(query, limit, intent, scope, config, max_tokens)
+        return self._retrieve(query, limit, intent, scope, config, max_tokens, asked_at)
 
     def _recall_scope(
         self, query: str, limit: int, intent: str | None, category: str | None, source: str | None,
@@ -396,12 +400,13 @@ class Memory:
 
     def _retrieve(
         self, query: str, limit: int, intent: str | None, scope: Filters, config: RecallConfig,
-        max_tokens: int | None = None,
+        max_tokens: int | None = None, asked_at: datetime | None = None,
     ) -> VerboseRecallResult:
         # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
         from .recall.intent import detect_intent, parse_intent
         from .recall.pipeline import smart_recall, vector_input
+        from .recall.when import asked_time
 
         store = self.store
         if intent is not None and intent.strip():
@@ -415,7 +420,7 @@ class Memory:
             vectors = vector_input(store, emb.name, qvecs[0], emb.calibration)
         found = smart_recall(
             store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors,
-            config=config,
+            config=config, asked_at=asked_time(asked_at),
         )
         if emb is not None:  # ranked without the vectors a large import has still to fill in: say so
             found.meta.vectors_pending = store.count_queued()

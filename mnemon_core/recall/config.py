@@ -108,6 +108,10 @@ class RecallConfig(BaseModel):
         default=1.0, gt=0, description="score × this for an insight that states a preference when the query asks "
         "for help or advice (prior.py); 1: off"
     )
+    time_window_factor: float = Field(
+        default=1.0, gt=0, description="score × this for an insight created within the time the query names "
+        "(\"last Saturday\", \"a week ago\", \"in the past month\"), read against when it is asked (when.py); 1: off"
+    )
     update_margin: float = Field(
         default=0.0, ge=0, le=1, description="a newer result about the same query terms goes ahead of an older one "
         "whose score it is within this share of (updates.py); 0: off"
@@ -176,6 +180,7 @@ HYBRID = RecallConfig(
     source_entity=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
     replies_asked_about=True,
+    time_window_factor=C.TIME_WINDOW_FACTOR,
     confidence="evidence",
     why_order="chains",
 )

@@ -83,6 +83,9 @@ REPLY_SOURCE_FACTOR: dict[str, float] = {"assistant": 0.6}
 PREFERENCE_CATEGORY = "preference"
 PREFERENCE_TERMS = ("prefer", "rather", "favorit", "favourit")
 PREFERENCE_FACTOR = 1.3
+# The time a query names (when.py): "last Saturday", "a week ago", "in the past month", read against when it is
+# asked; an insight created inside that window has its score multiplied by this.
+TIME_WINDOW_FACTOR = 1.5
 # Knowledge updates (updates.py): a newer result goes ahead of an older one when it scores at least
 # (1 - UPDATE_MARGIN) of it and the two hold mostly the same query terms (Jaccard >= UPDATE_MIN_OVERLAP), when
 # `RecallConfig.update_margin` is set to it. Off in the `hybrid` recipe: it put the newer of two near-ties first

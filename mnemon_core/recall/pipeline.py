@@ -13,6 +13,7 @@ the same steps (`tests/reference_engine.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,7 @@ from .flow import relevance_flow
 from ..graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
 from .prior import asks_for_help, asks_what_you_said, preference_factor, source_factor
+from .when import Window, named_window, window_factor
 from .rerank import GRAPH, Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
@@ -83,6 +85,7 @@ class _Signals(NamedTuple):
     term_nodes: list[np.ndarray]  # per query term (or token): the sorted nodes holding it
     source_factor: dict[str, float]  # the who-said-it prior for this query (prior.py)
     preference_factor: float  # of an insight stating a preference, for this query (prior.py; 1: none)
+    window: Window | None  # the time the query names (when.py), None: none or the factor is off
     vector_vote: tuple[np.ndarray, np.ndarray]  # (sorted nodes of the vector ranking, their reciprocal rank)
 
 
@@ -101,6 +104,7 @@ def smart_recall(
     scope: Filters,
     vectors: VectorInput | None = None,
     config: RecallConfig = SPEC,
+    asked_at: datetime | None = None,
 ) -> Outcome:
     view = graph_view(store)
     if vectors is not None and not vectors.ids and vectors.ann is None:
@@ -108,7 +112,7 @@ def smart_recall(
     with view.lock:
         view.sync()
         view.use_vectors(vectors.ids if vectors is not None else [])
-        sig = _signals(store, view, query, scope, vectors, config)
+        sig = _signals(store, view, query, scope, vectors, config, asked_at)
         run = _run_flow if config.graph == "flow" else _run_arrays
         results, traversed = run(view, sig, intent, scope, limit, config)
         labels = _labels(view, query, results, sig, config) if config.confidence == "evidence" else None
@@ -148,7 +152,8 @@ def _labels(
 
 
 def _signals(
-    store: Store, view: GraphView, query: str, scope: Filters, vectors: VectorInput | None, config: RecallConfig
+    store: Store, view: GraphView, query: str, scope: Filters, vectors: VectorInput | None, config: RecallConfig,
+    asked_at: datetime | None = None,
 ) -> _Signals:
     k = config.anchor_top_k
     scoped = scope.category is not None or scope.source is not None
@@ -211,8 +216,9 @@ def _signals(
         similarity_range = (floor, float(ends[0]))
     factors = {} if config.replies_asked_about and asks_what_you_said(query) else config.source_factor
     prefers = config.preference_factor if config.preference_factor != 1.0 and asks_for_help(query) else 1.0
+    window = named_window(query, asked_at) if config.time_window_factor != 1.0 and asked_at is not None else None
     return _Signals(anchors, {"keyword": keyword, "entity": entity}, cosines, cosine_of, similarity_range, entities,
-                    entity_posts, term_nodes, factors, prefers,
+                    entity_posts, term_nodes, factors, prefers, window,
                     _reciprocal_ranks(view, vector_rank if config.vector_vote > 0 else [], config.rrf_k))
 
 
@@ -435,7 +441,8 @@ def _run_flow(
     if config.vector_vote > 0:
         score = score + config.vector_vote * _lookup(*sig.vector_vote, nodes)
     for prior in (source_factor(view, nodes, sig.source_factor),
-                  preference_factor(view, nodes, sig.preference_factor)):
+                  preference_factor(view, nodes, sig.preference_factor),
+                  window_factor(view, nodes, sig.window, config.time_window_factor)):
         if prior is not None:
             score = score * prior
     rows = _best_rows(view, nodes, score, limit)
