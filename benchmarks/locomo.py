@@ -754,12 +754,12 @@ def recall_with(
     """Insight ids for `question`, as `Memory.recall(question, limit=20, asked_at=...)` ranks them under
     `config`."""
     from mnemon_core.recall.intent import detect_intent
-    from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall
+    from mnemon_core.recall.pipeline import VectorInput, scope_of, smart_recall, vector_text
     from mnemon_core.recall.when import asked_time
 
     store = mem.store
     vectors = None
-    qvecs = mem.embed_texts([question], query=True) if mem.embedder is not None else None
+    qvecs = mem.embed_texts([vector_text(store, question, config)], query=True) if mem.embedder is not None else None
     if qvecs is not None:
         ids, mat = store.vector_matrix(mem.embedder.name, int(qvecs.shape[1]))
         vectors = VectorInput(qvecs[0], ids, mat, mem.embedder.calibration)

@@ -405,7 +405,7 @@ class Memory:
         # The pipeline lives in recall/ (one module a step); imported here so `import mnemon_core` stays light.
         from .recall import output
         from .recall.intent import detect_intent, parse_intent
-        from .recall.pipeline import smart_recall, vector_input
+        from .recall.pipeline import smart_recall, vector_input, vector_text
         from .recall.when import asked_time
 
         store = self.store
@@ -415,7 +415,7 @@ class Memory:
             chosen, intent_source = detect_intent(query), "auto"
         vectors = None
         emb = self.embedder
-        qvecs = self.embed_texts([query], query=True) if emb is not None else None
+        qvecs = self.embed_texts([vector_text(store, query, config)], query=True) if emb is not None else None
         if emb is not None and qvecs is not None:  # the store's ANN index above its threshold, else the matrix
             vectors = vector_input(store, emb.name, qvecs[0], emb.calibration)
         found = smart_recall(

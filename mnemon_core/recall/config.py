@@ -140,6 +140,10 @@ class RecallConfig(BaseModel):
         "the similarity term of the rerank (graph = flow, with vectors); 0: off"
     )
     source_entity: bool = Field(default=False, description="an insight's source counts as one of its entities")
+    vector_without_speakers: bool = Field(
+        default=False, description="the query's vector is made of the query without the names of who said things "
+        "(the entity signal scores those; pipeline.vector_text)"
+    )
     confidence: Literal["score", "evidence"] = Field(
         default="score", description="score: from the rounded score; evidence: how much of the query's terms "
         "and entities a result covers (evidence.py), with `no_match` when every result is low"
@@ -178,6 +182,7 @@ HYBRID = RecallConfig(
     rerank_weights_no_vectors=_all_intents(C.HYBRID_WEIGHTS_NO_VECTORS),
     similarity="relative",
     source_entity=True,
+    vector_without_speakers=True,
     source_factor=dict(C.REPLY_SOURCE_FACTOR),
     replies_asked_about=True,
     time_window_factor=C.TIME_WINDOW_FACTOR,

@@ -12,6 +12,7 @@ the same steps (`tests/reference_engine.py`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from typing import NamedTuple
@@ -286,6 +287,24 @@ def _query_entities(view: GraphView, query: str) -> list[str]:
     candidates = [*words, *extract_entities(query)]
     known = view.known_entities(candidates) if candidates else set()
     return sorted({e.lower() for e in query_entities(query, known) if e})
+
+
+def vector_text(store: Store, query: str, config: RecallConfig) -> str:
+    """The text the query's vector is made of: with `vector_without_speakers`, the query without the names of
+    who said things (and their "'s"). Those names are the entity signal's to score; in the vector they make a
+    short line by that speaker ("Nate: see you later!") as near as what the query asks about. Unchanged when
+    nothing else would be left."""
+    if not config.vector_without_speakers:
+        return query
+    view = graph_view(store)
+    with view.lock:
+        view.sync()
+        names = _query_sources(view, query)
+    if not names:
+        return query
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    left = " ".join(re.sub(rf"\b(?:{alternatives})(?:['’]s)?\b", " ", query, flags=re.IGNORECASE).split())
+    return left if any(ch.isalnum() for ch in left) else query
 
 
 def _query_sources(view: GraphView, query: str) -> list[str]:

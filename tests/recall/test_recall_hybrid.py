@@ -575,3 +575,40 @@ def test_the_vector_vote_adds_the_reciprocal_rank_of_the_dense_ranking(data_dir:
         rank = {"a": 0, "b": 1, "c": 2, "k": 3}  # the vector ranking: by cosine
         base = dict(plain)
         assert dict(voted) == pytest.approx({i: base[i] + 4.0 * (k + 1) / (k + 1 + rank[i]) for i in rank})
+
+
+def test_the_query_vector_leaves_out_who_said_things(mem: Memory) -> None:
+    from mnemon_core.recall.pipeline import vector_text
+
+    put(mem, "n1", "Nate: I love fantasy RPGs", 1, source="Nate")
+    put(mem, "j1", "Joanna: see you later, Nate!", 2, source="Joanna")
+    put(mem, "u1", "I keep notes on games", 3, source="user")
+    assert HYBRID.vector_without_speakers and not SPEC.vector_without_speakers
+    assert vector_text(mem.store, "What is Nate's favorite video game?", HYBRID) == "What is favorite video game?"
+    assert vector_text(mem.store, "What has NATE recommended to joanna’s sister?", HYBRID) == (
+        "What has recommended to sister?")
+    # a role names no one; a name nobody said anything as stays; nothing left: the query as it is
+    assert vector_text(mem.store, "What did the user say about Natalie?", HYBRID) == (
+        "What did the user say about Natalie?")
+    assert vector_text(mem.store, "Nate's?", HYBRID) == "Nate's?"
+    assert vector_text(mem.store, "What is Nate's favorite video game?", SPEC) == "What is Nate's favorite video game?"
+
+
+def test_recall_embeds_the_query_without_the_speakers(data_dir) -> None:
+    from test_recall import PresetEmbedder
+
+    from mnemon_core.embed.base import Calibration
+
+    class Recording(PresetEmbedder):
+        def _embed_batch(self, texts: list[str], *, query: bool) -> np.ndarray:
+            if query:
+                self.asked.extend(texts)
+            return super()._embed_batch(texts, query=query)
+
+    emb = Recording({}, Calibration(0.0, 1.0))
+    emb.asked = []
+    with Memory(embedder=emb) as mem:
+        put(mem, "n1", "Nate: I love fantasy RPGs", 1, source="Nate")
+        mem.recall("What is Nate's favorite video game?")
+        mem.recall("What is Nate's favorite video game?", recipe="spec")
+    assert emb.asked == ["What is favorite video game?", "What is Nate's favorite video game?"]
