@@ -75,8 +75,10 @@ def named_window(query: str, now: datetime) -> Window | None:
         found.append((m.start(), (now - _count(m["n"]) * _UNIT[m["unit"].lower()], now + DAY)))
     for m in _LAST.finditer(query):
         what = m["what"].lower()
-        if what in _WEEKDAYS or what == "weekend":  # the latest such day (a weekend: Saturday) before today
-            back = (now.weekday() - _WEEKDAYS.index(_WEEKDAYS[5] if what == "weekend" else what) - 1) % 7 + 1
+        if what in _WEEKDAYS or what == "weekend":  # the latest such day before today; a weekend: a past one
+            back = (now.weekday() - _WEEKDAYS.index("saturday" if what == "weekend" else what) - 1) % 7 + 1
+            if what == "weekend" and back < 2:  # on a Sunday, "last weekend" is the one before
+                back += 7
             day = (now - back * DAY).replace(hour=0, minute=0, second=0, microsecond=0)
             days = 2 if what == "weekend" else 1
             found.append((m.start(), (day - DAY, day + (days + 1) * DAY)))

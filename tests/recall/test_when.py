@@ -56,10 +56,23 @@ def test_no_window(query: str) -> None:
     assert named_window(query, NOW) is None
 
 
-@given(st.text(max_size=200))
-def test_any_text_reads_to_a_window_or_none(query: str) -> None:
-    window = named_window(query, NOW)
-    assert window is None or window[0] < window[1] <= NOW + D
+WORDS = ["last", "past", "this", "a", "couple", "of", "few", "two", "12", "days", "week", "weekend", "months", "year",
+         "ago", "saturday", "Sunday", "yesterday", "today", "in", "the", "what", "did", "I", "do", "?"]
+
+
+@given(st.one_of(st.text(max_size=200), st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join)),
+       st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)))
+def test_any_text_reads_to_a_window_or_none(query: str, now: datetime) -> None:
+    window = named_window(query, now)
+    assert window is None or window[0] < window[1] <= now + 2 * D
+
+
+@pytest.mark.parametrize(("now", "saturday"), [
+    (datetime(2023, 4, 23, 8, tzinfo=UTC), datetime(2023, 4, 15, tzinfo=UTC)),  # a Sunday: the weekend before
+    (datetime(2023, 4, 24, 8, tzinfo=UTC), datetime(2023, 4, 22, tzinfo=UTC)),  # a Monday: the one just past
+])
+def test_last_weekend(now: datetime, saturday: datetime) -> None:
+    assert named_window("what did we do last weekend", now) == (saturday - D, saturday + 3 * D)
 
 
 def test_asked_time() -> None:
