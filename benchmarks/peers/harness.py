@@ -39,9 +39,9 @@ SYSTEMS: dict[str, tuple[str, Factory]] = {
     "fts5": ("-", lambda h, c: L.FTS5Ranker(h)),  # type: ignore[arg-type]
     "dense-minilm": ("MiniLM", lambda h, c: L.DenseRanker(h, c.minilm)),  # type: ignore[arg-type]
     "dense-e5": ("e5-small", lambda h, c: L.DenseRanker(h, c.e5)),  # type: ignore[arg-type, arg-type]
-    "mnemon-none": ("-", lambda h, c: L.MnemonRanker(h, c.workdir / "none", None, c.seed)),  # type: ignore[arg-type]
-    "mnemon-minilm": ("MiniLM", lambda h, c: L.MnemonRanker(h, c.workdir / "minilm", c.minilm, c.seed)),  # type: ignore[arg-type]
-    "mnemon-e5": ("e5-small", lambda h, c: L.MnemonRanker(h, c.workdir / "e5", c.e5, c.seed)),  # type: ignore[arg-type]
+    "mnemon-none": ("-", lambda h, c: L.MnemonRanker(h.conversation(), c.workdir / "none", None, c.seed)),  # type: ignore[arg-type]
+    "mnemon-minilm": ("MiniLM", lambda h, c: L.MnemonRanker(h.conversation(), c.workdir / "minilm", c.minilm, c.seed)),  # type: ignore[arg-type]
+    "mnemon-e5": ("e5-small", lambda h, c: L.MnemonRanker(h.conversation(), c.workdir / "e5", c.e5, c.seed)),  # type: ignore[arg-type]
 }
 NO_VECTORS = frozenset({"fts5", "mnemon-none", "synapse"})  # systems that need neither MiniLM nor e5
 
@@ -74,8 +74,8 @@ def beam_haystacks(path: str | Path | None, only: Sequence[str] = ()) -> list[Ha
     from .. import beam
 
     convs = beam.load_chats(path or beam.DEFAULT_DATA, list(only) or None)
-    return [Haystack(c.sample_id, c.turns, tuple((q.question, q.category, q.evidence, q.evidence) for q in c.questions))
-            for c in convs]
+    return [Haystack(c.sample_id, c.turns, tuple((q.question, q.category, q.evidence, q.evidence) for q in c.questions),
+                     tuple(q.asked_at for q in c.questions)) for c in convs]
 
 
 def lme_haystacks(path: str | Path | None, only: Sequence[str] = ()) -> list[Haystack]:
@@ -86,7 +86,8 @@ def lme_haystacks(path: str | Path | None, only: Sequence[str] = ()) -> list[Hay
     questions = lme.load_questions(path or lme.DEFAULT_DATA, list(only) or None)
     convs = questions if only else lme.stratified_sample(questions)
     return [Haystack(c.sample_id, c.turns, tuple((q.question, q.category, q.evidence, q.sessions)  # type: ignore[attr-defined]
-                                                 for q in c.questions)) for c in convs]
+                                                 for q in c.questions), tuple(q.asked_at for q in c.questions))
+            for c in convs]
 
 
 # ---------------------------------------------------------------------------------------------------- run

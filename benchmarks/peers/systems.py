@@ -33,9 +33,19 @@ class Haystack:
     sample_id: str
     turns: tuple[Any, ...]
     questions: tuple[tuple[str, int | str, tuple[str, ...], tuple[str, ...]], ...]  # text, label, evidence, raw
+    asked_at: tuple[Any, ...] = ()  # each question's asking time (LongMemEval's question date); none: now
 
     def session_of(self) -> dict[str, str]:
         return {u.dia_id: u.session for u in self.turns}
+
+    def conversation(self) -> Any:
+        """The haystack as benchmarks/locomo.py's MnemonRanker reads a `Conversation`: its questions as
+        `Question`s, each with the time it is asked (what "last week" is read against)."""
+        from ..locomo import Conversation, Question
+
+        asked = self.asked_at or (None,) * len(self.questions)
+        return Conversation(self.sample_id, self.turns, tuple(Question(q, label, ev, asked_at=when)
+                                                              for (q, label, ev, _), when in zip(self.questions, asked)))
 
 
 @dataclass
