@@ -408,6 +408,7 @@ class Memory:
         from .recall.pipeline import smart_recall, vector_input, vector_text
         from .recall.when import asked_time
 
+        asked = asked_time(asked_at)  # checked before anything is embedded or read
         store = self.store
         if intent is not None and intent.strip():
             chosen, intent_source = parse_intent(str(intent)), "override"
@@ -420,7 +421,7 @@ class Memory:
             vectors = vector_input(store, emb.name, qvecs[0], emb.calibration)
         found = smart_recall(
             store, query, intent=chosen, intent_source=intent_source, limit=limit, scope=scope, vectors=vectors,
-            config=config, asked_at=asked_time(asked_at),
+            config=config, asked_at=asked,
         )
         if emb is not None:  # ranked without the vectors a large import has still to fill in: say so
             found.meta.vectors_pending = store.count_queued()

@@ -33,11 +33,11 @@ from .flow import relevance_flow
 from ..graph import EDGE_TYPES, SUB_TYPES, GraphView, graph_view, tally
 from .output import hint
 from .prior import asks_for_help, asks_what_you_said, preference_factor, source_factor
-from .when import Window, named_window, window_factor
 from .rerank import GRAPH, Scored, combine, rerank_arrays, top_arrays, why_chains, why_order
 from .results import RecallMeta
 from .traverse import Edges, beam_search_arrays
 from .updates import newer_first
+from .when import Window, named_window, window_factor
 
 __all__ = ["AnnSearch", "Outcome", "VectorInput", "scope_of", "smart_recall", "vector_input"]
 
