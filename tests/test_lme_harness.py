@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,16 @@ def test_turns_of_a_question(data_file: Path) -> None:
     (q,) = conv.questions
     assert (q.question, q.category, q.evidence, q.sessions) == (
         "Which city did I move to?", "single-session-user", ("1:0",), ("answer_s1",))
+    assert q.asked_at == datetime(2023, 6, 1, 10, 0, tzinfo=UTC)  # what "last month" is read against
+
+
+def test_the_peers_harness_asks_mnemon_at_the_questions_date(data_file: Path) -> None:
+    from benchmarks.peers.harness import lme_haystacks
+
+    (hay, _) = lme_haystacks(data_file, ["q1", "q2"])
+    (q,) = hay.conversation().questions
+    assert (q.question, q.evidence, q.asked_at) == (
+        "Which city did I move to?", ("1:0",), datetime(2023, 6, 1, 10, 0, tzinfo=UTC))
 
 
 def test_abstentions_and_unmarked_questions_are_skipped(data_file: Path) -> None:
